@@ -1,0 +1,1 @@
+"""Command-line surface: parses arguments, calls core, renders results. No memory logic."""

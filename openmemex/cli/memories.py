@@ -1,0 +1,289 @@
+"""Memory commands: add, search, list, show, supersede, status, forget."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from cyclopts import Parameter
+
+from .output import emit_json, note, out, split_list
+
+Flag = Annotated[bool, Parameter(negative="")]
+
+
+def _context():  # type: ignore[no-untyped-def]
+    from ..context import Context
+
+    return Context.load()
+
+
+def add(
+    text: str,
+    *,
+    scope: str = "project",
+    type: str = "fact",
+    tags: str | None = None,
+    aliases: str | None = None,
+    source: str = "cli",
+    importance: str = "normal",
+    json: Flag = False,
+) -> int:
+    """Save a memory.
+
+    Secrets are masked in place (first 4 characters kept) and <private>…</private> becomes
+    [REDACTED] before anything is written. Identical text is not saved twice; near
+    duplicates are pointed out. Project memories land in the outbox as drafts until
+    you submit them.
+
+    Parameters
+    ----------
+    text
+        The memory text (Markdown).
+    scope
+        project (default: this repository's outbox) or personal (never leaves this machine).
+    type
+        fact, preference, decision, constraint, todo, knowledge, howto, gotcha, lesson, observation, reference.
+    tags
+        Comma-separated tags, e.g. "auth,oauth".
+    aliases
+        Up to 4 alternate phrasings, separated by ";" (searchable).
+    source
+        Provenance: user, tool, keyword, inference, import, cli.
+    importance
+        low, normal or high (a ranking hint).
+    json
+        Print one JSON document.
+    """
+    from ..write import add_memory
+
+    with _context() as ctx:
+        result = add_memory(
+            ctx, text, scope=scope, type=type, tags=split_list(tags), aliases=split_list(aliases, ";"),
+            source=source, importance=importance,
+        )  # fmt: skip
+    if json:
+        emit_json(result.to_json())
+        return 0
+    if result.status == "exists":
+        out(f"already exists: id={result.id} (identical content — not duplicated)")
+        return 0
+    out(f"saved {result.id} [{result.scope}] -> {result.path}")
+    _notices(result.masked, result.private_spans)
+    for similar in result.similar:
+        note(
+            f"similar memory exists (score {similar.score:.2f}): id={similar.id} — {similar.snippet[:80]}; "
+            f"if the new one replaces it: open-memex supersede {similar.id} \"…\""
+        )
+    return 0
+
+
+def _notices(masked: list[str], private_spans: int) -> None:
+    if masked:
+        note(f"secret masked ({', '.join(masked)}): first 4 characters kept, the rest replaced with x")
+    if private_spans:
+        note(f"{private_spans} <private> span(s) stored as [REDACTED]")
+
+
+def search(
+    query: str,
+    *,
+    scope: str = "both",
+    type: str | None = None,
+    limit: int = 8,
+    explain: Flag = False,
+    json: Flag = False,
+) -> int:
+    """Find memories by full-text search (English stemming, Chinese bigrams).
+
+    Reviewed project knowledge ranks first, then personal and proposed memories, then
+    project drafts; superseded memories answer with their newest version; retracted and
+    archived ones are hidden (see --explain).
+
+    Parameters
+    ----------
+    query
+        Free text; quotes, AND/OR/NOT, * and - are treated as plain words.
+    scope
+        project, personal, both (default) or all (every scope in the data root).
+    type
+        Only this memory type.
+    limit
+        At most this many hits (1–50, default 8).
+    explain
+        Show the FTS expression, scores and what lifecycle hid.
+    json
+        Print one JSON document.
+    """
+    from ..search import search as run_search
+    from ..search import state_tag
+
+    with _context() as ctx:
+        result = run_search(ctx, query, scope=scope, type=type, limit=limit)
+    if json:
+        emit_json(result.to_json())
+        return 0
+    if explain:
+        out(f"fts: {result.expression or '(empty)'}")
+        out(
+            f"candidates: {result.candidates}, hidden by lifecycle: {result.hidden_superseded} superseded, "
+            f"{result.hidden_retracted} retracted/archived"
+        )
+    if not result.hits:
+        out("(no matches)")
+        return 0
+    for hit in result.hits:
+        tag = state_tag(hit.scope, hit.review_state, hit.status)
+        label = f"[{'personal' if hit.scope == 'personal' else 'project'}/{hit.type}]"
+        head = " ".join(p for p in (label, tag, hit.id) if p)
+        line = f"{head}  {hit.snippet}"
+        if explain:
+            line += f"  score={hit.score:.3f} via={hit.matched_via} tier={hit.tier}"
+        out(line)
+    return 0
+
+
+def list_(
+    *,
+    scope: str = "project",
+    type: str | None = None,
+    limit: int = 20,
+    include: str = "active",
+    json: Flag = False,
+) -> int:
+    """List memories, newest first, numbered across sections.
+
+    Parameters
+    ----------
+    scope
+        project (default), personal, both or all.
+    type
+        Only this memory type.
+    limit
+        At most this many per section (1–100, default 20); the rest is counted.
+    include
+        active (default: active and deprecated) or all (also superseded, retracted, archived).
+    json
+        Print one JSON document.
+    """
+    from ..listing import list_memories, render
+
+    with _context() as ctx:
+        listing = list_memories(ctx, scope=scope, type=type, limit=limit, include=include)
+    if json:
+        emit_json(listing.to_json())
+    else:
+        out(render(listing))
+    return 0
+
+
+def show(memory_id: str, *, json: Flag = False) -> int:
+    """Print one memory file (frontmatter and body).
+
+    Parameters
+    ----------
+    memory_id
+        The memory's id (or a unique prefix of at least 6 characters).
+    json
+        Print the fields as one JSON document.
+    """
+    from ..lookup import locate
+    from ..memfile import serialize
+
+    with _context() as ctx:
+        memory, folder = locate(ctx, memory_id)
+    if json:
+        fields = {**memory.fields(), **memory.extra, "body": memory.body, "path": str(memory.path),
+                  "location": folder.location}  # fmt: skip
+        emit_json(fields)
+    else:
+        out(f"# {memory.path}")
+        out(serialize(memory).rstrip("\n"))
+    return 0
+
+
+def supersede(
+    memory_id: str,
+    text: str,
+    *,
+    type: str | None = None,
+    tags: str | None = None,
+    aliases: str | None = None,
+    json: Flag = False,
+) -> int:
+    """Replace a memory with a corrected one; the old one is kept as history.
+
+    Parameters
+    ----------
+    memory_id
+        The memory to replace.
+    text
+        The new text.
+    type
+        New type (default: the old one).
+    tags
+        New comma-separated tags (default: carried over).
+    aliases
+        New ";"-separated aliases (default: carried over).
+    json
+        Print one JSON document.
+    """
+    from ..write import supersede as run_supersede
+
+    with _context() as ctx:
+        result = run_supersede(
+            ctx, memory_id, text, type=type,
+            tags=split_list(tags) if tags is not None else None,
+            aliases=split_list(aliases, ";") if aliases is not None else None,
+        )  # fmt: skip
+    if json:
+        emit_json({**result.to_json(), "supersedes": result.replaced})
+        return 0
+    out(f"superseded {result.replaced} → {result.id}")
+    _notices(result.masked, result.private_spans)
+    return 0
+
+
+def status(memory_id: str, new_status: str) -> int:
+    """Set a memory's status: active, deprecated, retracted (one-way) or archived.
+
+    Parameters
+    ----------
+    memory_id
+        The memory to change.
+    new_status
+        active, deprecated, retracted or archived.
+    """
+    from ..lifecycle import set_status
+
+    with _context() as ctx:
+        change = set_status(ctx, memory_id, new_status)
+    out(f"status {change.memory.id} → {change.new}" + (" (unchanged)" if change.old == change.new else ""))
+    if change.in_repo:
+        note("this memory lives in the repository: commit and push the change so the team sees it")
+    return 0
+
+
+def forget(memory_id: str, *, soft: Flag = False) -> int:
+    """Delete a memory for good, or hide it with --soft (a one-way retraction).
+
+    Parameters
+    ----------
+    memory_id
+        The memory to forget.
+    soft
+        Keep the file but retract it: hidden from search and lists, cannot be undone.
+    """
+    from ..lifecycle import forget as run_forget
+
+    with _context() as ctx:
+        gone = run_forget(ctx, memory_id, soft=soft)
+    if gone.soft:
+        state = "already hidden" if gone.already else "hidden"
+        out(f"{state} {gone.id} (retracted — one-way; save it again with `open-memex add` if needed)")
+        if gone.in_repo:
+            note("the retraction is a local edit of a repository file: commit and push it — until then the team still sees it")
+    else:
+        out(f"deleted {gone.id}")
+        if gone.in_repo:
+            note("the file was in the repository: commit the deletion so the team's copy goes too")
+    return 0

@@ -1,0 +1,29 @@
+"""Writing results: people's text and --json documents to stdout, notices to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def note(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def emit_json(document: Any) -> None:
+    """Exactly one JSON document on stdout (SPEC §6)."""
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+
+
+def split_list(value: str | None, seps: str = ",") -> list[str]:
+    if not value:
+        return []
+    items = [value]
+    for sep in seps:
+        items = [part for item in items for part in item.split(sep)]
+    return [item.strip() for item in items if item.strip()]

@@ -1,0 +1,177 @@
+"""Store commands: where, scopes, reindex, migrate, config, redact."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from cyclopts import Parameter
+
+from .output import emit_json, note, out
+
+Flag = Annotated[bool, Parameter(negative="")]
+
+
+def where(*, json: Flag = False) -> int:
+    """Show where memories, the index and the config live, and the current scope keys."""
+    from .. import paths
+    from ..context import Context
+
+    with Context.load() as ctx:
+        info = {
+            "root": str(ctx.root),
+            "root_from": paths.data_root_source(),
+            "config": str(ctx.config.path) if ctx.config.exists else "(built-in defaults)",
+            "memories": str(paths.memories_root(ctx.root)),
+            "index": str(paths.index_path(ctx.root)),
+            "project": ctx.project.key,
+            "project_name": ctx.project.name,
+            "outbox": str(ctx.outbox_dir),
+            "repo_dir": str(ctx.repo_dir) if ctx.repo_dir else None,
+            "personal": paths.PERSONAL_KEY,
+        }
+    if json:
+        emit_json(info)
+        return 0
+    for key in ("root", "config", "memories", "index", "project", "outbox", "repo_dir", "personal"):
+        value = info[key]
+        if key == "repo_dir" and value is None:
+            value = "(not in a git repository)"
+        out(f"{key + ':':<10} {value}")
+    return 0
+
+
+def scopes(*, json: Flag = False) -> int:
+    """List every scope folder in the data root with its memory count."""
+    from ..context import Context
+    from ..store import memory_files
+
+    with Context.load() as ctx:
+        rows = [(len(memory_files(ctx.folder_for_key(k).path)), k) for k in ctx.scope_keys_on_disk()]
+        current = ctx.project.key
+    rows.sort(key=lambda r: (-r[0], r[1]))
+    if json:
+        emit_json({"scopes": [{"key": k, "count": n, "current": k == current} for n, k in rows]})
+        return 0
+    if not rows:
+        out("(no scopes with memories yet — add one with `open-memex add`)")
+        return 0
+    for count, key in rows:
+        mark = "  <- current project" if key == current else "  <- personal" if key == "personal" else ""
+        out(f"{count:>5}  {key}{mark}")
+    return 0
+
+
+def reindex(*, scope: str = "all") -> int:
+    """Rebuild the search index from the memory files (the files are the truth).
+
+    Parameters
+    ----------
+    scope
+        Which folders to re-read: all (default), both, project or personal.
+    """
+    from .. import index
+    from ..context import Context
+    from .progress import Progress
+
+    with Context.load() as ctx, Progress("reindex") as bar:
+        stats = index.rebuild(ctx.conn, ctx.folders(scope), warn=ctx.warn, progress=bar.update)
+    out(f"reindexed: {stats.added} memories from {stats.scanned} files"
+        + (f", {len(stats.quarantined)} skipped (see warnings)" if stats.quarantined else ""))  # fmt: skip
+    return 0
+
+
+def migrate(
+    *,
+    from_: Annotated[str | None, Parameter(name="--from")] = None,
+    to: str | None = None,
+    dry_run: Flag = False,
+    on_conflict: str = "skip",
+) -> int:
+    """Move memories from one scope key to another (e.g. after a repository's origin changed).
+
+    Parameters
+    ----------
+    from_
+        The scope key to move from (see `open-memex scopes`).
+    to
+        The scope key to move to: a key, "project" (the current project, default) or "personal".
+    dry_run
+        Only report what would move.
+    on_conflict
+        When the same id exists at the target with other text: skip (default), newer or overwrite.
+    """
+    from ..context import Context
+    from ..errors import UsageError
+    from ..migrate import migrate as run_migrate
+
+    if not from_:
+        raise UsageError("no --from given — pick the old key from `open-memex scopes`")
+    with Context.load() as ctx:
+        report = run_migrate(ctx, from_, to, dry_run=dry_run, on_conflict=on_conflict)
+    prefix = "[DRY RUN] " if dry_run else ""
+    out(f"{prefix}{report.source} → {report.target}: moved {len(report.moved)}, skipped {len(report.skipped)} "
+        f"identical, conflicts {len(report.conflicts)}")  # fmt: skip
+    for memory_id in report.conflicts:
+        out(f"  conflict (kept both): {memory_id} — rerun with --on-conflict newer|overwrite to decide")
+    return 0
+
+
+def config(action: str | None = None, key: str | None = None, value: str | None = None, /) -> int:
+    """Show the effective settings, or get/set one.
+
+    Usage: ``open-memex config``, ``open-memex config get KEY``, ``open-memex config set KEY VALUE``.
+
+    Parameters
+    ----------
+    action
+        get or set (omit to print everything as JSON).
+    key
+        A setting such as memoryDir, captureAliases, redactPatterns, sync.transport.
+    value
+        The new value (JSON where it parses, else text).
+    """
+    from .. import paths
+    from ..config import load_config, set_value
+    from ..errors import UsageError
+
+    path = paths.config_path(paths.data_root())
+    if action is None:
+        emit_json(load_config(path).values)
+        return 0
+    if action == "get" and key:
+        emit_json(load_config(path).get(key))
+        return 0
+    if action == "set" and key and value is not None:
+        stored = set_value(path, key, value)
+        out(f"set {key} = {stored!r} ({path})")
+        return 0
+    raise UsageError("usage: open-memex config [get KEY | set KEY VALUE]")
+
+
+def redact(source: str | None = None, /) -> int:
+    """Print text exactly as the write path would store it (secrets masked, <private> removed).
+
+    Parameters
+    ----------
+    source
+        A file to read, or - (default) for standard input.
+    """
+    from ..context import Context
+    from ..errors import UsageError
+    from ..write import clean
+
+    if source in (None, "-"):
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {source}: {exc}") from None
+    with Context.load() as ctx:
+        result = clean(ctx, text)
+    sys.stdout.write(result.text)
+    if result.rules:
+        note(f"masked: {', '.join(result.rules)}")
+    return 0

@@ -1,0 +1,212 @@
+"""Settings: built-in defaults overlaid by ``<data root>/config.json`` (or
+``OPEN_MEMEX_CONFIG``). Comments are tolerated on read (JSONC, string-aware, D63)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .errors import MemexError, UsageError
+from .paths import DEFAULT_MEMORY_DIR
+
+DEFAULTS: dict[str, Any] = {
+    "memoryDir": DEFAULT_MEMORY_DIR,
+    "maxProjectMemories": 8,
+    "maxProfileItems": 5,
+    "injectTokens": 800,
+    "injectOnFirstTurn": True,
+    "keywordCaptureEnabled": True,
+    "captureAliases": True,
+    "redactPatterns": [],
+    "logLevel": "info",
+    "sync": {"autoPull": False, "transport": "auto"},
+}
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _nonneg_int(value: Any) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError("expected a whole number >= 0")
+    return number
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if str(value) not in options:
+            raise ValueError(f"expected one of {', '.join(options)}")
+        return str(value)
+
+    return check
+
+
+def _patterns(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of regular expressions")
+    return list(value)
+
+
+def check_memory_dir(value: Any) -> str:
+    """A relative folder inside the repository: no absolute path, no ``..`` (D23, D63)."""
+    text = str(value).strip().replace("\\", "/")
+    pure = PurePosixPath(text)
+    if not text or pure.is_absolute() or ".." in pure.parts or (len(text) > 1 and text[1] == ":"):
+        raise ValueError("memoryDir must be a relative folder inside the repository, without '..'")
+    return str(pure)
+
+
+VALIDATORS: dict[str, Callable[[Any], Any]] = {
+    "memoryDir": check_memory_dir,
+    "maxProjectMemories": _nonneg_int,
+    "maxProfileItems": _nonneg_int,
+    "injectTokens": _nonneg_int,
+    "injectOnFirstTurn": _bool,
+    "keywordCaptureEnabled": _bool,
+    "captureAliases": _bool,
+    "redactPatterns": _patterns,
+    "logLevel": _choice("info", "debug"),
+    "sync.autoPull": _bool,
+    "sync.transport": _choice("auto", "git", "pygit2"),
+}
+
+
+def strip_jsonc(text: str) -> str:
+    """Remove // and /* */ comments outside strings, and trailing commas."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_str = False
+    while i < n:
+        ch = text[i]
+        if in_str:
+            out.append(ch)
+            if ch == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+            out.append(ch)
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        else:
+            out.append(ch)
+        i += 1
+    cleaned = "".join(out)
+    import re
+
+    return re.sub(r",(\s*[}\]])", r"\1", cleaned)
+
+
+@dataclass
+class Config:
+    values: dict[str, Any]
+    path: Path
+    exists: bool
+
+    def get(self, key: str) -> Any:
+        node: Any = self.values
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise UsageError(f"unknown config key {key!r} — known keys: {', '.join(VALIDATORS)}")
+            node = node[part]
+        return node
+
+    @property
+    def memory_dir(self) -> str:
+        return str(self.values["memoryDir"])
+
+    @property
+    def redact_patterns(self) -> list[str]:
+        return list(self.values.get("redactPatterns") or [])
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(path: Path) -> Config:
+    user: dict[str, Any] = {}
+    exists = path.is_file()
+    if exists:
+        try:
+            text = path.read_text("utf-8")
+            parsed = json.loads(strip_jsonc(text)) if text.strip() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MemexError(f"config file {path} is not valid JSON ({exc}); fix or delete it") from None
+        if not isinstance(parsed, dict):
+            raise MemexError(f"config file {path} must hold a JSON object; fix or delete it")
+        user = parsed
+    values = _merge(DEFAULTS, user)
+    try:
+        values["memoryDir"] = check_memory_dir(values["memoryDir"])
+    except ValueError:
+        print(
+            f"open-memex: warning: memoryDir {values['memoryDir']!r} in {path} escapes the repository; "
+            f"using {DEFAULT_MEMORY_DIR}",
+            file=sys.stderr,
+        )
+        values["memoryDir"] = DEFAULT_MEMORY_DIR
+    return Config(values, path, exists)
+
+
+def set_value(path: Path, key: str, raw_value: str) -> Any:
+    """Validate and persist one key; dotted keys keep their siblings. Returns the value set."""
+    if key not in VALIDATORS:
+        raise UsageError(f"unknown config key {key!r} — settable keys: {', '.join(VALIDATORS)}")
+    try:
+        candidate: Any = json.loads(raw_value)
+    except json.JSONDecodeError:
+        candidate = raw_value
+    try:
+        value = VALIDATORS[key](candidate)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"invalid value for {key}: {exc}") from None
+    current: dict[str, Any] = {}
+    if path.is_file():
+        text = path.read_text("utf-8")
+        loaded = json.loads(strip_jsonc(text)) if text.strip() else {}
+        current = loaded if isinstance(loaded, dict) else {}
+    node = current
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(current, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return value

@@ -1,0 +1,123 @@
+"""Everything a command needs to know about where it runs, resolved once.
+
+A ``Context`` answers: which data root, which config, which project (and its outbox and
+in-repo folder), and which folders a scope name covers. Every surface builds one and
+hands it to the core functions.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from . import index, paths
+from .config import Config, load_config
+from .errors import UsageError
+from .index import Folder, SyncStats, Warn, warn_stderr
+from .model import PERSONAL_KEY, RESERVED_SCOPES
+from .scope import ProjectScope, resolve_project
+
+SEARCH_SCOPES = ("project", "personal", "both", "all")
+WRITE_SCOPES = ("project", "personal")
+
+
+@dataclass
+class Context:
+    root: Path
+    config: Config
+    project: ProjectScope
+    cwd: Path
+    warn: Warn = warn_stderr
+    _conn: sqlite3.Connection | None = field(default=None, repr=False)
+
+    @classmethod
+    def load(cls, cwd: Path | None = None, warn: Warn = warn_stderr) -> Context:
+        root = paths.data_root()
+        here = (cwd or Path.cwd()).absolute()
+        return cls(root, load_config(paths.config_path(root)), resolve_project(here), here, warn)
+
+    # -- folders -------------------------------------------------------------------------
+    @property
+    def personal_dir(self) -> Path:
+        return paths.scope_dir(self.root, PERSONAL_KEY)
+
+    @property
+    def outbox_dir(self) -> Path:
+        return paths.scope_dir(self.root, self.project.key)
+
+    @property
+    def repo_dir(self) -> Path | None:
+        """``<work tree>/<memoryDir>`` when inside a git repository (read-only for the core)."""
+        if self.project.repo is None:
+            return None
+        return self.project.root / self.config.memory_dir
+
+    def folder_for_key(self, key: str) -> Folder:
+        location = "personal" if key == PERSONAL_KEY else "outbox"
+        return Folder(paths.scope_dir(self.root, key), location, key)
+
+    def folders(self, scope: str) -> list[Folder]:
+        if scope not in SEARCH_SCOPES:
+            raise UsageError(f"unknown scope {scope!r} — use one of: {', '.join(SEARCH_SCOPES)}")
+        personal = Folder(self.personal_dir, "personal", PERSONAL_KEY)
+        project = [Folder(self.outbox_dir, "outbox", self.project.key)]
+        if self.repo_dir is not None:
+            project.append(Folder(self.repo_dir, "repo", self.project.key))
+        if scope == "personal":
+            return [personal]
+        if scope == "project":
+            return project
+        if scope == "both":
+            return [personal, *project]
+        every = [self.folder_for_key(key) for key in self.scope_keys_on_disk()]
+        keys = {f.path for f in every}
+        every.extend(f for f in [personal, *project] if f.path not in keys)
+        return every
+
+    def scope_keys_on_disk(self) -> list[str]:
+        base = paths.memories_root(self.root)
+        try:
+            return sorted(e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
+        except FileNotFoundError:
+            return []
+
+    def write_folder(self, scope: str) -> Folder:
+        """Where a new memory of ``scope`` is written: personal dir or the project outbox (D26)."""
+        if scope in RESERVED_SCOPES or scope == "org":
+            raise UsageError(f"scope {scope!r} is reserved and cannot be written — use project or personal")
+        if scope == "personal":
+            return Folder(self.personal_dir, "personal", PERSONAL_KEY)
+        if scope == "project":
+            return Folder(self.outbox_dir, "outbox", self.project.key)
+        raise UsageError(f"unknown scope {scope!r} — use project or personal")
+
+    # -- index ---------------------------------------------------------------------------
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = index.connect(paths.index_path(self.root))
+        return self._conn
+
+    def sync(self, scope: str = "both", kind: str = "request") -> SyncStats:
+        """Reconcile the index with the files of ``scope`` and heal supersede chains."""
+        from .lifecycle import heal_chains
+
+        folders = self.folders(scope)
+        stats = index.reconcile(self.conn, folders, kind=kind, warn=self.warn)
+        if stats.changed:
+            heal_chains(self, folders)
+        return stats
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc: object | TracebackType | None) -> None:
+        self.close()

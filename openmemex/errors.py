@@ -1,0 +1,38 @@
+"""One exception tree for every surface.
+
+Surfaces map these to their own idiom: the CLI prints one line on stderr and exits with
+``exit_code``; the MCP server turns them into ``isError`` results naming the next tool.
+Anything that is not a ``MemexError`` is our bug and may show a traceback in the log.
+"""
+
+from __future__ import annotations
+
+
+class MemexError(Exception):
+    """A problem the user can fix; the message names the next step."""
+
+    exit_code = 1
+
+
+class UsageError(MemexError):
+    """The command was called wrongly (bad value, conflicting options)."""
+
+    exit_code = 2
+
+
+class NotFoundError(MemexError):
+    """No memory with the given id in the searched scopes."""
+
+
+class LifecycleError(MemexError):
+    """A status or chain transition that the lifecycle rules refuse (design §3.3, D64)."""
+
+
+class StoreBusyError(MemexError):
+    """SQLite stayed locked past busy_timeout; the file write already landed (D57)."""
+
+
+class ConflictError(MemexError):
+    """Resolve found a semantic conflict it must not decide (design principle 5)."""
+
+    exit_code = 3

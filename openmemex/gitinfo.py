@@ -1,0 +1,112 @@
+"""Just enough repository discovery for read paths, in pure Python.
+
+``open-memex search`` must not pay for importing pygit2, so finding the work tree root and
+``remote.origin.url`` is done by reading ``.git`` and the config file directly. The git
+sync layer uses pygit2 for everything that changes a repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    workdir: Path
+    git_dir: Path
+    common_dir: Path
+
+    def origin_url(self) -> str | None:
+        return read_config_value(self.common_dir / "config", "remote", "origin", "url")
+
+
+def discover(start: Path) -> RepoInfo | None:
+    """The work tree containing ``start`` (a linked worktree's ``.git`` file is followed)."""
+    env_dir = os.environ.get("GIT_DIR")
+    if env_dir:
+        git_dir = Path(env_dir).absolute()
+        work = Path(os.environ.get("GIT_WORK_TREE") or start).absolute()
+        return RepoInfo(work, git_dir, _common_dir(git_dir))
+    current = start.absolute()
+    for folder in (current, *current.parents):
+        dot_git = folder / ".git"
+        try:
+            if dot_git.is_dir():
+                if (dot_git / "HEAD").exists():
+                    return RepoInfo(folder, dot_git, _common_dir(dot_git))
+            elif dot_git.is_file():
+                target = _read_gitfile(dot_git)
+                if target is not None:
+                    return RepoInfo(folder, target, _common_dir(target))
+        except OSError:
+            continue
+    return None
+
+
+def _read_gitfile(path: Path) -> Path | None:
+    try:
+        text = path.read_text("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:") :].strip())
+    return target if target.is_absolute() else (path.parent / target).resolve()
+
+
+def _common_dir(git_dir: Path) -> Path:
+    try:
+        rel = (git_dir / "commondir").read_text("utf-8").strip()
+    except OSError:
+        return git_dir
+    path = Path(rel)
+    return path if path.is_absolute() else (git_dir / path).resolve()
+
+
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')
+
+
+def read_config_value(path: Path, section: str, subsection: str | None, key: str) -> str | None:
+    """The last value of ``section.subsection.key`` in one git config file (no includes)."""
+    try:
+        lines = path.read_text("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    current: tuple[str, str | None] | None = None
+    found: str | None = None
+    for line in lines:
+        match = _SECTION.match(line)
+        if match:
+            current = (match.group(1).lower(), match.group(2))
+            line = match.group(3)
+            if not line.strip():
+                continue
+        if current != (section.lower(), subsection):
+            continue
+        name, sep, value = line.partition("=")
+        if sep and name.strip().lower() == key.lower():
+            found = _unquote(value)
+    return found
+
+
+def _unquote(value: str) -> str:
+    out: list[str] = []
+    in_quote = False
+    i = 0
+    text = value.strip()
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            in_quote = not in_quote
+        elif ch == "\\" and i + 1 < len(text):
+            i += 1
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(text[i], text[i]))
+        elif ch in "#;" and not in_quote:
+            break
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out).strip()

@@ -1,0 +1,410 @@
+"""The SQLite FTS5 index: a cache of the memory files, rebuilt whenever in doubt (D1).
+
+Every read first reconciles the index with the folders it will answer from by a stat scan
+(new, changed and deleted files). Unusable files are quarantined: recorded here, reported
+once on stderr, skipped by every command, listed by ``doctor``/``audit``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import StoreBusyError
+from .ids import parse_time
+from .memfile import MemoryFileError, read_memory
+from .model import Memory
+from .text import cjk_index_text, content_hash
+
+SCHEMA_VERSION = 3
+BUSY_TIMEOUT_MS = 5000
+
+_SCHEMA = """
+CREATE TABLE memories(
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL,
+  dir TEXT NOT NULL,
+  location TEXT NOT NULL,
+  file_path TEXT NOT NULL UNIQUE,
+  mtime_ns INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  scope TEXT NOT NULL,
+  scope_key TEXT NOT NULL,
+  visibility TEXT NOT NULL,
+  project_name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  role TEXT NOT NULL,
+  importance TEXT NOT NULL,
+  status TEXT NOT NULL,
+  review_state TEXT NOT NULL,
+  source TEXT NOT NULL,
+  tags TEXT NOT NULL,
+  aliases TEXT NOT NULL,
+  content TEXT NOT NULL,
+  cjk TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  supersedes TEXT,
+  superseded_by TEXT,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE INDEX memories_id ON memories(id);
+CREATE INDEX memories_dir_updated ON memories(dir, updated_at DESC);
+CREATE INDEX memories_hash ON memories(content_hash);
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+  content, tags, aliases, type, cjk,
+  content='memories', content_rowid='rowid',
+  tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts(rowid, content, tags, aliases, type, cjk)
+  VALUES (new.rowid, new.content, new.tags, new.aliases, new.type, new.cjk);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, type, cjk)
+  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.type, old.cjk);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, type, cjk)
+  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.type, old.cjk);
+  INSERT INTO memories_fts(rowid, content, tags, aliases, type, cjk)
+  VALUES (new.rowid, new.content, new.tags, new.aliases, new.type, new.cjk);
+END;
+CREATE TABLE quarantine(
+  file_path TEXT PRIMARY KEY,
+  dir TEXT NOT NULL,
+  mtime_ns INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  seen_at REAL NOT NULL
+);
+CREATE TABLE sync_log(
+  dir TEXT PRIMARY KEY,
+  at REAL NOT NULL,
+  kind TEXT NOT NULL,
+  added INTEGER NOT NULL,
+  updated INTEGER NOT NULL,
+  removed INTEGER NOT NULL,
+  scanned INTEGER NOT NULL
+);
+"""
+
+_UPSERT_COLUMNS = (
+    "id", "dir", "location", "file_path", "mtime_ns", "size", "scope", "scope_key",
+    "visibility", "project_name", "type", "role", "importance", "status", "review_state",
+    "source", "tags", "aliases", "content", "cjk", "content_hash", "supersedes",
+    "superseded_by", "created_at", "updated_at",
+)  # fmt: skip
+_UPSERT_SQL = (
+    f"INSERT INTO memories({', '.join(_UPSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _UPSERT_COLUMNS)}) "
+    "ON CONFLICT(file_path) DO UPDATE SET "
+    + ", ".join(f"{c}=excluded.{c}" for c in _UPSERT_COLUMNS if c != "file_path")
+)
+
+Warn = Callable[[str], None]
+
+
+def warn_stderr(message: str) -> None:
+    print(f"open-memex: warning: {message}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Folder:
+    """One folder of memory files the index mirrors, and how its files are classified."""
+
+    path: Path
+    location: str  # personal | outbox | repo
+    scope_key: str | None  # the key its files belong to, when the folder implies one
+
+
+@dataclass
+class SyncStats:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    scanned: int = 0
+    quarantined: list[tuple[Path, str]] = field(default_factory=list)
+
+    def merge(self, other: SyncStats) -> None:
+        self.added += other.added
+        self.updated += other.updated
+        self.removed += other.removed
+        self.scanned += other.scanned
+        self.quarantined.extend(other.quarantined)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def summary(self) -> str:
+        return f"+{self.added} ~{self.updated} -{self.removed} (scanned {self.scanned})"
+
+
+def connect(db_path: Path) -> sqlite3.Connection:
+    """Open (creating or rebuilding on a schema change) with WAL and a 5 s busy timeout."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            _create_schema(conn)
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        raise busy_error(exc) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def busy_error(exc: sqlite3.OperationalError) -> Exception:
+    if "locked" in str(exc) or "busy" in str(exc):
+        return StoreBusyError("the memory store is busy (another open-memex is writing); nothing was lost — retry")
+    return exc
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return  # another process won the race
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+                "AND name NOT LIKE 'memories_fts_%'"
+            )
+        ]
+        for trigger in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+            conn.execute(f'DROP TRIGGER IF EXISTS "{trigger[0]}"')
+        if "memories_fts" in names:
+            conn.execute("DROP TABLE memories_fts")
+        for name in names:
+            if name != "memories_fts":
+                conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for statement in _split_sql(_SCHEMA):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _split_sql(script: str) -> Iterator[str]:
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf)
+        if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
+            yield joined
+            buf = []
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE: take the write lock up front so busy_timeout applies (a deferred
+    transaction that upgrades later fails at once with SQLITE_BUSY)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise busy_error(exc) from None
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            conn.execute("ROLLBACK")
+            raise busy_error(exc) from None
+
+
+def _row_values(memory: Memory, folder: Folder, path: Path, mtime_ns: int, size: int) -> tuple[object, ...]:
+    searchable = memory.body
+    cjk_source = " ".join([memory.body, *memory.tags, *memory.aliases])
+    values = {
+        "id": memory.id,
+        "dir": str(folder.path),
+        "location": folder.location,
+        "file_path": str(path),
+        "mtime_ns": mtime_ns,
+        "size": size,
+        "scope": memory.scope,
+        "scope_key": memory.scope_key,
+        "visibility": memory.visibility,
+        "project_name": memory.project_name,
+        "type": memory.type,
+        "role": memory.role,
+        "importance": memory.importance,
+        "status": memory.status,
+        "review_state": memory.review_state,
+        "source": memory.source,
+        "tags": ", ".join(memory.tags),
+        "aliases": ", ".join(memory.aliases),
+        "content": searchable,
+        "cjk": cjk_index_text(cjk_source),
+        "content_hash": content_hash(memory.body),
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
+        "created_at": parse_time(memory.created_at) or 0.0,
+        "updated_at": parse_time(memory.updated_at) or 0.0,
+    }
+    return tuple(values[c] for c in _UPSERT_COLUMNS)
+
+
+def upsert(conn: sqlite3.Connection, memory: Memory, folder: Folder) -> None:
+    """Index one memory right after its file was written (the write path's second step)."""
+    assert memory.path is not None
+    st = memory.path.stat()
+    with transaction(conn):
+        conn.execute(_UPSERT_SQL, _row_values(memory, folder, memory.path, st.st_mtime_ns, st.st_size))
+        conn.execute("DELETE FROM quarantine WHERE file_path = ?", (str(memory.path),))
+
+
+def remove_path(conn: sqlite3.Connection, path: Path) -> None:
+    with transaction(conn):
+        conn.execute("DELETE FROM memories WHERE file_path = ?", (str(path),))
+
+
+def _scan(folder: Path) -> tuple[dict[str, tuple[int, int]], dict[str, str]]:
+    """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``."""
+    found: dict[str, tuple[int, int]] = {}
+    odd: dict[str, str] = {}
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return found, odd
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".md") or name.startswith("."):
+                continue
+            try:
+                if entry.is_symlink():
+                    odd[entry.path] = "symlink not followed (memory files must be regular files)"
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                odd[entry.path] = "not a regular file"
+                continue
+            found[entry.path] = (st.st_mtime_ns, st.st_size)
+    return found, odd
+
+
+def reconcile(
+    conn: sqlite3.Connection,
+    folders: Iterable[Folder],
+    kind: str = "request",
+    warn: Warn = warn_stderr,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncStats:
+    """Bring the index in line with the files of ``folders``; cheap when nothing changed."""
+    total = SyncStats()
+    for folder in folders:
+        total.merge(_reconcile_folder(conn, folder, kind, warn, progress))
+    return total
+
+
+def _reconcile_folder(
+    conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None
+) -> SyncStats:
+    stats = SyncStats()
+    on_disk, odd = _scan(folder.path)
+    stats.scanned = len(on_disk)
+    key = str(folder.path)
+    known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_path, mtime_ns, size FROM memories WHERE dir = ?", (key,))}
+    held = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_path, mtime_ns, size FROM quarantine WHERE dir = ?", (key,))}
+    changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
+    removed = [p for p in known if p not in on_disk]
+    new_odd = {p: reason for p, reason in odd.items() if p not in held}
+    released = [p for p in held if p not in on_disk and p not in odd]
+    if not (changed or removed or new_odd or released):
+        return stats
+    rows: list[tuple[object, ...]] = []
+    bad: list[tuple[str, int, int, str]] = []
+    for i, path_text in enumerate(changed):
+        if progress is not None:
+            progress(i + 1, len(changed))
+        path = Path(path_text)
+        mtime_ns, size = on_disk[path_text]
+        try:
+            memory = read_memory(path, folder.scope_key)
+        except MemoryFileError as exc:
+            bad.append((path_text, mtime_ns, size, str(exc)))
+            continue
+        except OSError as exc:
+            bad.append((path_text, mtime_ns, size, f"cannot read: {exc.strerror}"))
+            continue
+        if path_text in known:
+            stats.updated += 1
+        else:
+            stats.added += 1
+        rows.append(_row_values(memory, folder, path, mtime_ns, size))
+    for path_text, reason in new_odd.items():
+        bad.append((path_text, 0, 0, reason))
+    stats.removed = len(removed)
+    now = time.time()
+    with transaction(conn):
+        conn.executemany(_UPSERT_SQL, rows)
+        conn.executemany("DELETE FROM memories WHERE file_path = ?", [(p,) for p in removed])
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(p,) for p in released])
+        for path_text, mtime_ns, size, reason in bad:
+            conn.execute("DELETE FROM memories WHERE file_path = ?", (path_text,))
+            conn.execute(
+                "INSERT INTO quarantine(file_path, dir, mtime_ns, size, reason, seen_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(file_path) DO UPDATE SET mtime_ns=excluded.mtime_ns, size=excluded.size, "
+                "reason=excluded.reason, seen_at=excluded.seen_at",
+                (path_text, key, mtime_ns, size, reason, now),
+            )
+        good_paths = [(r[3],) for r in rows]
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
+        if stats.changed:
+            conn.execute(
+                "INSERT INTO sync_log(dir, at, kind, added, updated, removed, scanned) VALUES (?,?,?,?,?,?,?) "
+                "ON CONFLICT(dir) DO UPDATE SET at=excluded.at, kind=excluded.kind, added=excluded.added, "
+                "updated=excluded.updated, removed=excluded.removed, scanned=excluded.scanned",
+                (key, now, kind, stats.added, stats.updated, stats.removed, stats.scanned),
+            )
+    for path_text, _, _, reason in bad:
+        stats.quarantined.append((Path(path_text), reason))
+        warn(f"skipped {path_text}: {reason}")
+    return stats
+
+
+def rebuild(
+    conn: sqlite3.Connection, folders: Iterable[Folder], warn: Warn = warn_stderr,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncStats:  # fmt: skip
+    """Drop every row and re-read every file (``reindex``)."""
+    folder_list = list(folders)
+    with transaction(conn):
+        conn.execute("DELETE FROM memories")
+        conn.execute("DELETE FROM quarantine")
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+    return reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
+
+
+def quarantined(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in conn.execute("SELECT file_path, reason FROM quarantine ORDER BY file_path")]
+
+
+def last_sync(conn: sqlite3.Connection, dirs: Iterable[Path]) -> sqlite3.Row | None:
+    keys = [str(d) for d in dirs]
+    if not keys:
+        return None
+    marks = ",".join("?" for _ in keys)
+    row: sqlite3.Row | None = conn.execute(
+        f"SELECT * FROM sync_log WHERE dir IN ({marks}) ORDER BY at DESC LIMIT 1", keys
+    ).fetchone()
+    return row

@@ -1,0 +1,50 @@
+"""Finding memories by id in the index (after a reconcile), preferring the in-repo copy."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from .context import Context
+from .errors import NotFoundError, UsageError
+from .index import Folder
+from .memfile import MemoryFileError, read_memory
+from .model import Memory
+
+_LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}
+
+
+def rows_for(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) -> list[sqlite3.Row]:
+    dirs = [str(f.path) for f in folders]
+    marks = ",".join("?" for _ in dirs)
+    needle = memory_id.upper()
+    if len(needle) == 26:
+        rows = conn.execute(f"SELECT * FROM memories WHERE id = ? AND dir IN ({marks})", [needle, *dirs]).fetchall()
+    else:
+        rows = conn.execute(
+            f"SELECT * FROM memories WHERE id >= ? AND id < ? AND dir IN ({marks})",
+            [needle, needle + "\x7f", *dirs],
+        ).fetchall()
+        if len({r["id"] for r in rows}) > 1:
+            raise UsageError(f"id prefix {memory_id!r} matches several memories — give more characters")
+    return sorted(rows, key=lambda r: _LOCATION_RANK.get(r["location"], 9))
+
+
+def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
+    """The memory with this id (or unique prefix of at least 6 chars) in any known scope."""
+    text = memory_id.strip()
+    if len(text) < 6:
+        raise UsageError(f"id {memory_id!r} is too short — give the full id (see `open-memex list`)")
+    for scope in ("both", "all"):
+        folders = ctx.folders(scope)
+        ctx.sync(scope)
+        rows = rows_for(ctx.conn, text, folders)
+        if rows:
+            row = rows[0]
+            folder = next(f for f in folders if str(f.path) == row["dir"])
+            try:
+                memory = read_memory(Path(row["file_path"]), folder.scope_key)
+            except (MemoryFileError, OSError) as exc:
+                raise NotFoundError(f"memory {row['id']} is unreadable ({exc}); see `open-memex doctor`") from None
+            return memory, folder
+    raise NotFoundError(f"no memory with id {memory_id!r} — find ids with `open-memex search` or `open-memex list`")

@@ -1,0 +1,322 @@
+"""Reading and writing one memory file without losing what we do not own.
+
+A rewrite keeps every untouched frontmatter line byte-for-byte (unknown fields, comments,
+hand-chosen quoting) and re-emits only the keys whose values changed. YAML is loaded with
+libyaml's safe loader; anchors/aliases are refused outright because anything that walks an
+alias bomb explodes (notes/mcp-cli-frontmatter.md §4).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import yaml
+
+from . import model
+from .ids import normalize_time
+from .model import Memory
+from .schema import validate
+
+try:
+    _Loader: type[Any] = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml ships in PyYAML wheels
+    _Loader = yaml.SafeLoader
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+_BOUNDARY = frontmatter.YAMLHandler.FM_BOUNDARY
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)")
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/@+]*$")
+_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+class MemoryFileError(Exception):
+    """A file we cannot use as a memory; the message is the one-line quarantine reason."""
+
+
+@dataclass
+class RawFile:
+    """The text a memory was read from, split so unchanged parts can be written back."""
+
+    preamble: list[str]
+    segments: list[tuple[str, list[str]]]  # (key, lines) in file order
+    parsed: dict[str, Any]  # normalized values as read, to tell what changed
+    body_text: str  # everything after the closing boundary line
+    body: str  # the body as Memory sees it
+
+
+def read_memory(path: Path, default_scope_key: str | None = None) -> Memory:
+    """Parse ``path``; raise MemoryFileError with a one-line reason when it is unusable."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise MemoryFileError(f"cannot read: {exc.strerror}") from None
+    if size > MAX_FILE_BYTES:
+        raise MemoryFileError(f"file too large ({size / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit)")
+    data = path.read_bytes()
+    memory = parse_memory(data, default_scope_key)
+    if memory.id != path.stem:
+        raise MemoryFileError(f"id {memory.id!r} does not match the file name {path.name!r}")
+    memory.path = path
+    return memory
+
+
+def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
+    if not data.strip():
+        raise MemoryFileError("empty file")
+    if b"\x00" in data:
+        raise MemoryFileError("binary file (NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryFileError(f"not valid UTF-8 (byte {exc.start})") from None
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    if not _BOUNDARY.match(text):
+        raise MemoryFileError("no YAML frontmatter (the file must start with '---')")
+    parts = _BOUNDARY.split(text, 2)
+    if len(parts) < 3:
+        raise MemoryFileError("frontmatter is not closed by a '---' line")
+    _, fm_text, rest = parts
+    meta = _load_yaml(fm_text)
+    raw_body = rest[1:] if rest.startswith("\n") else rest
+    body = raw_body.strip("\n").rstrip()
+    normalized = normalize_fields(meta, default_scope_key)
+    try:
+        validate(normalized)
+    except ValueError as exc:
+        raise MemoryFileError(str(exc)) from None
+    memory = _to_memory(normalized, body)
+    memory.raw = _split_raw(fm_text, normalized, raw_body, body)
+    return memory
+
+
+def _load_yaml(fm_text: str) -> dict[str, Any]:
+    if "&" in fm_text or "*" in fm_text:
+        try:
+            for event in yaml.parse(fm_text, Loader=_Loader):
+                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                    raise MemoryFileError("YAML anchors/aliases are not allowed in frontmatter")
+        except yaml.YAMLError as exc:
+            raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
+    try:
+        meta = yaml.load(fm_text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
+    if not isinstance(meta, dict):
+        raise MemoryFileError("frontmatter is not a mapping of fields")
+    return meta
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
+    return f"{problem}{where}"
+
+
+def normalize_fields(meta: dict[str, Any], default_scope_key: str | None = None) -> dict[str, Any]:
+    """Lenient reading of older or hand-edited files (design §13, §19): v1 names, epoch
+    times, YAML-typed scalars. The result is what the JSON Schema judges."""
+    out: dict[str, Any] = {str(k): v for k, v in meta.items()}
+    if out.get("scope") == "user":  # v1 name of personal
+        out["scope"] = "personal"
+        if out.get("scope_key") in (None, "user"):
+            out["scope_key"] = model.PERSONAL_KEY
+    if out.get("type") == "instruction":
+        out["type"] = "knowledge"
+        out.setdefault("role", "instruction")
+    if "priority" in out and "importance" not in out:
+        prio = out.pop("priority")
+        if isinstance(prio, int | float):
+            out["importance"] = "low" if prio <= 3 else "high" if prio >= 8 else "normal"
+    if default_scope_key and not out.get("scope_key"):
+        out["scope_key"] = default_scope_key
+    if not out.get("scope") and isinstance(out.get("scope_key"), str):
+        out["scope"] = "personal" if out["scope_key"] == "personal" else "project"
+    out.setdefault("schema_version", model.SCHEMA_VERSION)
+    out.setdefault("type", "fact")
+    out.setdefault("status", "active")
+    for key in model.TIME_FIELDS:
+        fixed = normalize_time(out.get(key))
+        if fixed is not None:
+            out[key] = fixed
+    if "updated_at" not in out and "created_at" in out:
+        out["updated_at"] = out["created_at"]
+    for key in ("id", "supersedes", "superseded_by", "derived_from", "proposed_by", "approved_by",
+                "review_note", "project_name", "alias", "target"):  # fmt: skip
+        value = out.get(key)
+        if value is not None and not isinstance(value, str):
+            out[key] = str(value)  # e.g. an all-digit name YAML read as int
+    for key in ("tags", "aliases"):
+        value = out.get(key)
+        if value is None and key in out:
+            out[key] = []
+        elif isinstance(value, str):
+            out[key] = model.normalize_tags(value)
+        elif isinstance(value, list):
+            out[key] = [str(v) for v in value if v is not None]
+    if isinstance(out.get("aliases"), list):
+        out["aliases"] = model.normalize_aliases(out["aliases"])
+    history = out.get("review_history")
+    if history is None and "review_history" in out:
+        out["review_history"] = []
+    elif isinstance(history, list):
+        out["review_history"] = [_normalize_entry(e) for e in history]
+    return out
+
+
+def _normalize_entry(entry: Any) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+    fixed = {str(k): v for k, v in entry.items()}
+    at = normalize_time(fixed.get("at"))
+    if at is not None:
+        fixed["at"] = at
+    return fixed
+
+
+def _to_memory(fields: dict[str, Any], body: str) -> Memory:
+    known = {k: v for k, v in fields.items() if k in model.FIELD_ORDER}
+    extra = {k: v for k, v in fields.items() if k not in model.FIELD_ORDER}
+    scope = known["scope"]
+    return Memory(
+        id=known["id"],
+        scope=scope,
+        scope_key=known["scope_key"],
+        body=body,
+        type=known["type"],
+        visibility=known.get("visibility") or model.default_visibility(scope),
+        project_name=known.get("project_name") or "",
+        role=known.get("role") or "knowledge",
+        importance=known.get("importance") or "normal",
+        status=known["status"],
+        tags=list(known.get("tags") or []),
+        aliases=list(known.get("aliases") or []),
+        source=known.get("source") or "user",
+        created_at=known["created_at"],
+        updated_at=known["updated_at"],
+        supersedes=known.get("supersedes"),
+        superseded_by=known.get("superseded_by"),
+        review_state=known.get("review_state") or "draft",
+        proposed_by=known.get("proposed_by"),
+        approved_by=known.get("approved_by"),
+        derived_from=known.get("derived_from"),
+        review_note=known.get("review_note"),
+        review_history=list(known.get("review_history") or []),
+        schema_version=known["schema_version"],
+        alias=known.get("alias"),
+        target=known.get("target"),
+        extra=extra,
+    )
+
+
+def _split_raw(fm_text: str, parsed: dict[str, Any], raw_body: str, body: str) -> RawFile | None:
+    lines = fm_text.strip("\n").split("\n") if fm_text.strip() else []
+    preamble: list[str] = []
+    segments: list[tuple[str, list[str]]] = []
+    for line in lines:
+        match = _KEY_LINE.match(line)
+        if match:
+            segments.append((match.group(1), [line]))
+        elif segments:
+            segments[-1][1].append(line)
+        else:
+            preamble.append(line)
+    keys = [k for k, _ in segments]
+    if len(set(keys)) != len(keys) or set(keys) != set(parsed):
+        return None  # unusual layout (quoted keys, duplicates): rewrite canonically instead
+    return RawFile(preamble, segments, parsed, raw_body, body)
+
+
+def serialize(memory: Memory) -> str:
+    """The file text for ``memory``; unchanged lines of the file it was read from are kept."""
+    fields = memory.fields()
+    fields.update(memory.extra)
+    raw: RawFile | None = memory.raw
+    out: list[str] = ["---"]
+    if raw is None:
+        for key, value in fields.items():
+            out.extend(emit_field(key, value))
+    else:
+        out.extend(raw.preamble)
+        written: set[str] = set()
+        for key, lines in raw.segments:
+            if key not in fields:
+                continue  # a field we dropped (e.g. aliases emptied)
+            pending = _pending_before(key, fields, raw, written)
+            for new_key in pending:
+                out.extend(emit_field(new_key, fields[new_key]))
+                written.add(new_key)
+            if raw.parsed.get(key) == fields[key]:
+                out.extend(lines)
+            else:
+                out.extend(emit_field(key, fields[key]))
+            written.add(key)
+        for key, value in fields.items():
+            if key not in written:
+                out.extend(emit_field(key, value))
+    out.append("---")
+    head = "\n".join(out) + "\n"
+    if raw is not None and raw.body == memory.body:
+        return head + "\n" + raw.body_text.rstrip("\n") + "\n"
+    return head + "\n" + memory.body.strip("\n") + "\n"
+
+
+def _pending_before(key: str, fields: dict[str, Any], raw: RawFile, written: set[str]) -> list[str]:
+    """New canonical keys that belong before ``key`` in canonical order."""
+    if key not in model.FIELD_ORDER:
+        return []
+    raw_keys = {k for k, _ in raw.segments}
+    limit = model.FIELD_ORDER.index(key)
+    return [
+        k for k in model.FIELD_ORDER[:limit]
+        if k in fields and k not in raw_keys and k not in written
+    ]  # fmt: skip
+
+
+def emit_field(key: str, value: Any) -> list[str]:
+    if key == "review_history" and isinstance(value, list) and value and all(isinstance(e, dict) for e in value):
+        lines = [f"{key}:"]
+        for entry in value:
+            first = True
+            for k, v in entry.items():
+                prefix = "  - " if first else "    "
+                lines.append(f"{prefix}{k}: {emit_scalar(v, quote_time=k == 'at')}")
+                first = False
+        return lines
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [f"{key}: [{', '.join(emit_scalar(v) for v in value)}]"]
+    if isinstance(value, list | dict):
+        dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_flow_style=True, allow_unicode=True, width=10**9)
+        return [f"{key}: {dumped.strip()}"]
+    return [f"{key}: {emit_scalar(value, quote_time=key in model.TIME_FIELDS)}"]
+
+
+_plain_cache: dict[str, bool] = {}
+
+
+def emit_scalar(value: Any, quote_time: bool = False) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    text = str(value)
+    if not quote_time and _is_plain(text):
+        return text
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+def _is_plain(text: str) -> bool:
+    cached = _plain_cache.get(text)
+    if cached is None:
+        cached = bool(_PLAIN.match(text)) and yaml.load(text, Loader=_Loader) == text
+        if len(_plain_cache) < 4096:
+            _plain_cache[text] = cached
+    return cached

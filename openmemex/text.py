@@ -1,0 +1,128 @@
+"""Text handling shared by dedup, indexing and query construction.
+
+Pure functions with no I/O. CJK text has no spaces, so it is indexed as unigrams plus
+overlapping bigrams in its own column and queried with bigrams (design §7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+_CJK_RANGES = (
+    "\u3040-\u30ff"  # kana
+    "\u3400-\u4dbf"  # CJK ext A
+    "\u4e00-\u9fff"  # CJK unified
+    "\uf900-\ufaff"  # compatibility ideographs
+    "\uac00-\ud7af"  # hangul
+)
+CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
+_LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
+_SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
+MAX_TERMS = 24
+
+EN_STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for with from into onto about as
+    is am are was were be been being do does did doing done have has had having
+    i me my mine we us our ours you your yours he him his she her it its they them their
+    this that these those there here what which who whom whose when where why how
+    can could should would will shall may might must
+    please tell show find give get let know any some all each every no not
+    so than too very just also only over under up down out off again
+    s t don't didn't doesn't isn't aren't what's how's""".split()
+)
+ZH_QUESTION_BIGRAMS = frozenset("什么 怎么 如何 为何 为什 哪些 哪个 请问".split())
+
+
+def normalize_ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+def content_hash(body: str) -> str:
+    """sha256 of the whitespace-normalised body: the exact-duplicate key (design §3.4)."""
+    return hashlib.sha256(normalize_ws(body).encode("utf-8")).hexdigest()
+
+
+def has_cjk(text: str) -> bool:
+    return CJK_RUN.search(text) is not None
+
+
+def cjk_grams(text: str) -> list[str]:
+    """Unigrams then bigrams of every CJK run, in order, duplicates kept."""
+    unigrams: list[str] = []
+    bigrams: list[str] = []
+    for run in CJK_RUN.findall(text):
+        unigrams.extend(run)
+        bigrams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return unigrams + bigrams
+
+
+def cjk_index_text(text: str) -> str:
+    """``中文记忆`` → ``中 文 记 忆 中文 文记 记忆``; empty when there is no CJK."""
+    return " ".join(cjk_grams(text))
+
+
+def similarity_tokens(text: str) -> frozenset[str]:
+    lowered = text.lower()
+    tokens = set(_SIM_TOKEN.findall(lowered))
+    tokens.update(cjk_grams(lowered))
+    return frozenset(tokens)
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def similarity(a: str, b: str) -> float:
+    return jaccard(similarity_tokens(a), similarity_tokens(b))
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def _quote(term: str) -> str:
+    """An FTS5 string literal: everything inside double quotes is text, never syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def latin_terms(text: str) -> list[str]:
+    tokens = [t.strip(".-") for t in _LATIN_TOKEN.findall(CJK_RUN.sub(" ", text.lower()))]
+    tokens = [t for t in tokens if t]
+    kept = [t for t in tokens if len(t) > 1 and t not in EN_STOPWORDS]
+    if not kept:  # never empty: fall back to the unfiltered words (D56)
+        kept = tokens
+    return _dedupe(kept)[:MAX_TERMS]
+
+
+def cjk_query_terms(text: str) -> list[str]:
+    grams: list[str] = []
+    for run in CJK_RUN.findall(text):
+        if len(run) == 1:
+            grams.append(run)
+        else:
+            grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    grams = _dedupe(grams)
+    filtered = [g for g in grams if g not in ZH_QUESTION_BIGRAMS]
+    return (filtered or grams)[:MAX_TERMS]
+
+
+def build_query(text: str) -> str:
+    """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
+    is always text. Latin terms are prefix-matched and OR-ed so extra words only lower
+    the rank; CJK bigrams are matched in the ``cjk`` column. Empty only for empty input."""
+    latin = latin_terms(text)
+    cjk = cjk_query_terms(text)
+    latin_expr = " OR ".join(_quote(t) + "*" for t in latin)
+    cjk_expr = " OR ".join(_quote(t) for t in cjk)
+    if latin_expr and cjk_expr:
+        return f"({latin_expr}) OR {{cjk}}:({cjk_expr})"
+    if cjk_expr:
+        return f"{{cjk}}:({cjk_expr})"
+    return latin_expr

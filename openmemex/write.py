@@ -1,0 +1,256 @@
+"""The one write path (design §3.4, D14, D73): every surface that saves a memory — CLI,
+MCP tool, hook, import — calls ``add_memory`` or ``supersede``; none re-implements it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from . import index, store
+from .context import Context
+from .errors import LifecycleError, UsageError
+from .ids import new_ulid, now_rfc3339
+from .index import Folder
+from .lookup import locate
+from .model import IMPORTANCE, ROLES, SOURCES, TYPES, Memory, default_visibility, normalize_aliases, normalize_tags
+from .redact import RedactResult, redact
+from .text import build_query, content_hash, jaccard, similarity_tokens
+
+NEAR_DUP = 0.8  # design §3.4
+ECHO_THRESHOLD = 0.28  # D73, inclusive
+ECHO_WINDOW_S = 600.0
+MAX_SIMILAR = 3
+
+
+@dataclass
+class Similar:
+    id: str
+    score: float
+    snippet: str
+
+
+@dataclass
+class WriteResult:
+    status: Literal["saved", "exists", "refused"]
+    id: str
+    scope: str
+    scope_key: str
+    path: str
+    masked: list[str] = field(default_factory=list)
+    private_spans: int = 0
+    similar: list[Similar] = field(default_factory=list)
+    memory: Memory | None = None
+    replaced: str | None = None  # supersede: the id that was replaced
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            "scope": self.scope,
+            "scope_key": self.scope_key,
+            "path": self.path,
+            "masked": list(self.masked),
+            "similar": [{"id": s.id, "score": round(s.score, 3)} for s in self.similar],
+        }
+
+
+def clean(ctx: Context, text: str) -> RedactResult:
+    """The text exactly as it would be stored: ``<private>`` removed, secrets masked (D14)."""
+    return redact(text, ctx.config.redact_patterns)
+
+
+def _check_choice(name: str, value: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise UsageError(f"unknown {name} {value!r} — use one of: {', '.join(options)}")
+    return value
+
+
+def _dirs(ctx: Context, folder: Folder) -> list[str]:
+    """Folders that count as "the same scope" for dedup: a project's outbox and repo dir."""
+    if folder.location == "personal":
+        return [str(folder.path)]
+    return [str(f.path) for f in ctx.folders("project")]
+
+
+def add_memory(
+    ctx: Context,
+    content: str,
+    *,
+    scope: str = "project",
+    type: str = "fact",
+    tags: list[str] | str | None = None,
+    aliases: list[str] | None = None,
+    source: str = "cli",
+    importance: str = "normal",
+    role: str = "knowledge",
+    guard_echo: bool = False,
+) -> WriteResult:
+    """Redact, dedupe, write the file, then index it. ``guard_echo`` (agent tool paths)
+    refuses a rewording of a keyword/user capture from the last 10 minutes (D73)."""
+    _check_choice("type", type, TYPES)
+    _check_choice("source", source, SOURCES)
+    _check_choice("importance", importance, IMPORTANCE)
+    _check_choice("role", role, ROLES)
+    folder = ctx.write_folder(scope)
+    if not content.strip():
+        raise UsageError("nothing to save: the memory text is empty")
+    cleaned, masked, private = _clean_all(ctx, content, tags, aliases)
+    body, clean_tags, clean_aliases = cleaned
+    if not body.strip():
+        raise UsageError("nothing left to save after removing <private> text")
+    if not ctx.config.values.get("captureAliases", True):
+        clean_aliases = []
+    ctx.sync("personal" if folder.location == "personal" else "project")
+    dirs = _dirs(ctx, folder)
+    key = folder.scope_key or ""
+    existing = _exact_duplicate(ctx, body, dirs)
+    if existing is not None:
+        return WriteResult("exists", existing[0], scope, key, existing[1], masked, private)
+    candidates = _candidates(ctx, body, dirs)
+    tokens = similarity_tokens(body)
+    if guard_echo:
+        now = time.time()
+        echoes = [
+            Similar(r[0], score, r[2][:120])
+            for r in candidates
+            if r[3] in ("keyword", "user") and r[4] >= now - ECHO_WINDOW_S
+            for score in [jaccard(tokens, similarity_tokens(r[2]))]
+            if score >= ECHO_THRESHOLD
+        ]
+        if echoes:
+            echoes.sort(key=lambda s: -s.score)
+            return WriteResult("refused", echoes[0].id, scope, key, "", masked, private, echoes[:MAX_SIMILAR])
+    similar = [
+        Similar(r[0], score, r[2][:120])
+        for r in candidates
+        for score in [jaccard(tokens, similarity_tokens(r[2]))]
+        if score >= NEAR_DUP
+    ]
+    similar.sort(key=lambda s: -s.score)
+    stamp = now_rfc3339()
+    memory = Memory(
+        id=new_ulid(),
+        scope=scope,
+        scope_key=key,
+        body=body,
+        type=type,
+        visibility=default_visibility(scope),
+        project_name=ctx.project.name if scope == "project" else "",
+        role=role,
+        importance=importance,
+        tags=clean_tags,
+        aliases=clean_aliases,
+        source=source,
+        created_at=stamp,
+        updated_at=stamp,
+    )
+    path = store.save(memory, folder.path)
+    index.upsert(ctx.conn, memory, folder)
+    return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
+
+
+def _clean_all(
+    ctx: Context, content: str, tags: list[str] | str | None, aliases: list[str] | None
+) -> tuple[tuple[str, list[str], list[str]], list[str], int]:
+    masked: list[str] = []
+    result = clean(ctx, content.strip())
+    masked.extend(result.rules)
+    private = result.private_spans
+
+    def scrub(values: list[str]) -> list[str]:
+        out = []
+        for value in values:
+            r = clean(ctx, value)
+            masked.extend(x for x in r.rules if x not in masked)
+            out.append(r.text)
+        return out
+
+    clean_tags = normalize_tags(scrub(normalize_tags(tags)))
+    clean_aliases = normalize_aliases(scrub(normalize_aliases(aliases)))
+    unique = list(dict.fromkeys(masked))
+    return (result.text.strip(), clean_tags, clean_aliases), unique, private
+
+
+def _exact_duplicate(ctx: Context, body: str, dirs: list[str]) -> tuple[str, str] | None:
+    marks = ",".join("?" for _ in dirs)
+    row = ctx.conn.execute(
+        f"SELECT id, file_path FROM memories WHERE content_hash = ? AND status = 'active' AND dir IN ({marks}) "
+        "ORDER BY location = 'repo' DESC LIMIT 1",
+        [content_hash(body), *dirs],
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def _candidates(ctx: Context, body: str, dirs: list[str]) -> list[tuple[str, str, str, str, float]]:
+    """Active memories of the scope that share terms with ``body``, best bm25 first."""
+    expression = build_query(body)
+    if not expression:
+        return []
+    marks = ",".join("?" for _ in dirs)
+    rows = ctx.conn.execute(
+        f"SELECT m.id, m.file_path, m.content, m.source, m.created_at FROM memories_fts "
+        f"JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}) AND m.status = 'active' "
+        f"ORDER BY bm25(memories_fts) LIMIT 40",
+        [expression, *dirs],
+    ).fetchall()
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def supersede(
+    ctx: Context,
+    memory_id: str,
+    content: str,
+    *,
+    type: str | None = None,
+    tags: list[str] | str | None = None,
+    aliases: list[str] | None = None,
+    source: str = "cli",
+) -> WriteResult:
+    """Replace a memory with a new one; the old stays as history (design §3.4). A memory
+    that had entered review re-enters at ``proposed`` (D64) in the same folder."""
+    old, folder = locate(ctx, memory_id)
+    if old.status == "superseded":
+        raise LifecycleError(
+            f"{old.id} is already superseded by {old.superseded_by}; supersede the newest version instead"
+        )
+    if old.status in ("retracted", "archived"):
+        raise LifecycleError(f"cannot supersede {old.id}: it is {old.status}; save the new fact with `open-memex add`")
+    if type is not None:
+        _check_choice("type", type, TYPES)
+    _check_choice("source", source, SOURCES)
+    if not content.strip():
+        raise UsageError("nothing to save: the new memory text is empty")
+    cleaned, masked, private = _clean_all(
+        ctx, content, tags if tags is not None else old.tags, aliases if aliases is not None else old.aliases
+    )
+    body, clean_tags, clean_aliases = cleaned
+    stamp = now_rfc3339()
+    new = Memory(
+        id=new_ulid(),
+        scope=old.scope,
+        scope_key=old.scope_key,
+        body=body,
+        type=type or old.type,
+        visibility=old.visibility if old.scope != "personal" else "private",
+        project_name=old.project_name,
+        role=old.role,
+        importance=old.importance,
+        tags=clean_tags,
+        aliases=clean_aliases,
+        source=source,
+        created_at=stamp,
+        updated_at=stamp,
+        supersedes=old.id,
+        review_state="proposed" if old.review_state != "draft" else "draft",
+        proposed_by=old.proposed_by if old.review_state != "draft" else None,
+    )
+    path = store.save(new, folder.path)
+    index.upsert(ctx.conn, new, folder)
+    old.status = "superseded"
+    old.superseded_by = new.id
+    old.updated_at = stamp
+    store.save(old, folder.path)
+    index.upsert(ctx.conn, old, folder)
+    return WriteResult("saved", new.id, new.scope, new.scope_key, str(path), masked, private, memory=new, replaced=old.id)
