@@ -1,0 +1,45 @@
+"""Small helpers shared by tests (import as ``from tests.helpers import …``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openmemex.ids import new_ulid
+
+EXAMPLE = """---
+id: {id}
+schema_version: 2
+scope: project # personal | project | org (ownership: WHO owns it)
+scope_key: project__my-repo__9f2c1a4b8e3d # storage identity (repo-derived, or "personal")
+visibility: internal # private | internal | shared (read access: WHO may read)
+project_name: my-repo
+type: decision # content kind: what the memory IS (§3.2)
+role: knowledge # knowledge | instruction — how it may be USED (§3.3)
+importance: normal # low | normal | high (ranking hint; replaces 1–10 priority)
+status: active # active | superseded | deprecated | retracted | archived
+tags: [auth, oauth]
+aliases: ["oauth login flow"] # optional: capture-time phrasing variants (D61)
+source: user # provenance: user | tool | keyword | inference | import
+created_at: "2026-09-26T12:00:00Z" # RFC 3339, never bare epoch
+updated_at: "2026-09-26T12:00:00Z"
+supersedes: null # on the NEW memory → points BACK to what it replaces
+superseded_by: null # on the OLD memory → points FORWARD to its replacement
+review_state: approved # draft | proposed | approved | rejected | published (promotion)
+proposed_by: stoneskin
+approved_by: stoneskin
+derived_from: null # for propose-copies: the personal memory this came from
+review_note: null
+review_history: [] # append-only [{{at, by, from, to, note}}] audit trail
+x_team_owner: platform   # a field from a newer writer
+---
+
+We chose OAuth device flow for the CLI login because headless boxes have no browser.
+"""
+
+
+def write_example(folder: Path, memory_id: str | None = None, body_extra: str = "") -> Path:
+    memory_id = memory_id or new_ulid()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{memory_id}.md"
+    path.write_text(EXAMPLE.format(id=memory_id) + body_extra, encoding="utf-8")
+    return path

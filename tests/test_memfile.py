@@ -1,0 +1,157 @@
+"""Protocol round trip: files are read, found and rewritten without losing anything."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from openmemex.ids import format_time, is_ulid, new_ulid, parse_time, ulid_time_ms
+from openmemex.memfile import MemoryFileError, parse_memory, read_memory, serialize
+from openmemex.model import Memory, normalize_aliases
+from tests.helpers import EXAMPLE, write_example
+
+
+def test_ulid_shape_and_order() -> None:
+    a, b = new_ulid(), new_ulid()
+    assert len(a) == 26 and is_ulid(a)
+    assert a != b and a < b  # monotonic within a process
+    assert abs(ulid_time_ms(a) - time.time() * 1000) < 5000
+
+
+def test_times() -> None:
+    assert format_time(0) == "1970-01-01T00:00:00Z"
+    assert parse_time("2026-09-26T12:00:00Z") == parse_time(1790424000000)
+    assert format_time(parse_time("2026-09-26T12:00:00.250Z") or 0) == "2026-09-26T12:00:00.250Z"
+
+
+def test_design_example_is_read(tmp_path: Path) -> None:
+    path = write_example(tmp_path, "01K6AB3XZQ7WVD9J1M2N4P5Q6R")
+    memory = read_memory(path)
+    assert memory.type == "decision"
+    assert memory.tags == ["auth", "oauth"]
+    assert memory.aliases == ["oauth login flow"]
+    assert memory.review_state == "approved"
+    assert memory.extra == {"x_team_owner": "platform"}
+    assert memory.body.startswith("We chose OAuth device flow")
+
+
+def test_unchanged_rewrite_is_byte_identical(tmp_path: Path) -> None:
+    path = write_example(tmp_path)
+    original = path.read_text()
+    assert serialize(read_memory(path)) == original
+
+
+def test_rewrite_touches_only_changed_lines(tmp_path: Path) -> None:
+    path = write_example(tmp_path)
+    before = path.read_text().splitlines()
+    memory = read_memory(path)
+    memory.status = "deprecated"
+    memory.updated_at = "2026-10-01T00:00:00Z"
+    after = serialize(memory).splitlines()
+    assert len(before) == len(after)
+    changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
+    assert changed == [
+        ("status: active # active | superseded | deprecated | retracted | archived", "status: deprecated"),
+        ('updated_at: "2026-09-26T12:00:00Z"', 'updated_at: "2026-10-01T00:00:00Z"'),
+    ]
+    assert "x_team_owner: platform   # a field from a newer writer" in after
+
+
+def test_new_field_lands_in_canonical_position(tmp_path: Path) -> None:
+    text = EXAMPLE.format(id=new_ulid()).replace('aliases: ["oauth login flow"] # optional: capture-time phrasing variants (D61)\n', "")
+    memory = parse_memory(text.encode())
+    memory.aliases = ["login"]
+    lines = serialize(memory).splitlines()
+    assert lines.index("aliases: [login]") == lines.index("tags: [auth, oauth]") + 1
+
+
+def test_new_memory_layout() -> None:
+    memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body="Prefers tabs: always.",
+                    created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")  # fmt: skip
+    text = serialize(memory)
+    assert text.startswith("---\nid: ")
+    assert "\r" not in text and text.endswith("\n")
+    assert 'created_at: "2026-01-01T00:00:00Z"' in text
+    assert "aliases" not in text  # empty aliases are omitted
+    keys = [line.split(":")[0] for line in text.split("---")[1].strip().splitlines()]
+    assert keys[:4] == ["id", "schema_version", "scope", "scope_key"]
+    again = parse_memory(text.encode())
+    assert again.body == "Prefers tabs: always." and again.id == memory.id
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["yes", "no", "0123", "1234567", "1.10", "null", "~", "a: b", "#x", "- item", "[x]", 'say "hi"', "中文", "x\u2028y", "tab\there"],
+)
+def test_tricky_strings_survive(value: str) -> None:
+    memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body="b", tags=[value],
+                    review_note=value, created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")  # fmt: skip
+    again = parse_memory(serialize(memory).encode())
+    assert again.tags == [value.strip()] if value.strip() else []
+    assert again.review_note == value
+
+
+def test_review_history_round_trip() -> None:
+    entry = {"at": "2026-01-02T00:00:00Z", "by": "ana", "from": "draft", "to": "proposed", "note": "first: pass"}
+    memory = Memory(id=new_ulid(), scope="project", scope_key="project__x__0123456789ab", body="b",
+                    review_history=[entry], created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")  # fmt: skip
+    assert parse_memory(serialize(memory).encode()).review_history == [entry]
+
+
+def test_aliases_normalized() -> None:
+    assert normalize_aliases(["  Time Off ", "time off", "", "节假日", "vacation", "PTO", "leave"]) == [
+        "Time Off", "节假日", "vacation", "PTO",
+    ]  # fmt: skip
+    assert normalize_aliases(None) == []
+    text = EXAMPLE.format(id=new_ulid()).replace('aliases: ["oauth login flow"]', "aliases: [a, b, c, d, e]")
+    assert parse_memory(text.encode()).aliases == ["a", "b", "c", "d"]
+
+
+def test_bom_and_crlf_tolerated() -> None:
+    text = "\ufeff" + EXAMPLE.format(id=new_ulid()).replace("\n", "\r\n")
+    memory = parse_memory(text.encode("utf-8"))
+    assert memory.type == "decision" and "\r" not in serialize(memory)
+
+
+def test_v1_file_normalized() -> None:
+    memory_id = new_ulid()
+    text = f"---\nid: {memory_id}\nscope: user\ntype: instruction\npriority: 9\ncreated_at: 1700000000000\n---\nuse tabs\n"
+    memory = parse_memory(text.encode())
+    assert (memory.scope, memory.scope_key, memory.visibility) == ("personal", "personal", "private")
+    assert (memory.type, memory.role, memory.importance, memory.status) == ("knowledge", "instruction", "high", "active")
+    assert memory.created_at == "2023-11-14T22:13:20Z" and memory.schema_version == 2
+
+
+def test_unquoted_times_are_kept_as_written() -> None:
+    text = EXAMPLE.format(id=new_ulid()).replace('created_at: "2026-09-26T12:00:00Z"', "created_at: 2026-09-26T12:00:00Z")
+    memory = parse_memory(text.encode())
+    assert memory.created_at == "2026-09-26T12:00:00Z"
+    assert "created_at: 2026-09-26T12:00:00Z #" in serialize(memory)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty file"),
+        (b"no frontmatter here", "no YAML frontmatter"),
+        (b"---\nid: x\n", "not closed"),
+        (b"---\n- a\n- b\n---\nbody", "not a mapping"),
+        (b"---\nid: !!python/object/apply:os.system [echo hi]\n---\nb", "invalid YAML"),
+        (b"---\na: &a [1]\nb: *a\n---\nb", "anchors/aliases"),
+        (b"\xff\xfe---\n", "not valid UTF-8"),
+        (b"---\x00\x01", "binary"),
+    ],
+)
+def test_unusable_files_give_one_line_reasons(data: bytes, reason: str) -> None:
+    with pytest.raises(MemoryFileError) as info:
+        parse_memory(data)
+    assert reason in str(info.value) and "\n" not in str(info.value)
+
+
+def test_org_team_public_rejected_by_schema() -> None:
+    for scope in ("team", "public"):
+        text = EXAMPLE.format(id=new_ulid()).replace("scope: project #", f"scope: {scope} #")
+        with pytest.raises(MemoryFileError, match="scope"):
+            parse_memory(text.encode())
