@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from . import model
 from .ids import normalize_time
@@ -28,7 +28,7 @@ except AttributeError:  # pragma: no cover - libyaml ships in PyYAML wheels
     _Loader = yaml.SafeLoader
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
-_BOUNDARY = frontmatter.YAMLHandler.FM_BOUNDARY
+_BOUNDARY = YAMLHandler.FM_BOUNDARY
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)")
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/@+]*$")
 _NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

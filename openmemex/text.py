@@ -23,16 +23,9 @@ _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
 MAX_TERMS = 24
 
 EN_STOPWORDS = frozenset(
-    """a an the and or but if then else of to in on at by for with from into onto about as
-    is am are was were be been being do does did doing done have has had having
-    i me my mine we us our ours you your yours he him his she her it its they them their
-    this that these those there here what which who whom whose when where why how
-    can could should would will shall may might must
-    please tell show find give get let know any some all each every no not
-    so than too very just also only over under up down out off again
-    s t don't didn't doesn't isn't aren't what's how's""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "about", "as", "is", "am", "are", "was", "were", "be", "been", "being", "do", "does", "did", "doing", "done", "have", "has", "had", "having", "i", "me", "my", "mine", "we", "us", "our", "ours", "you", "your", "yours", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "please", "tell", "show", "find", "give", "get", "let", "know", "any", "some", "all", "each", "every", "no", "not", "so", "than", "too", "very", "just", "also", "only", "over", "under", "up", "down", "out", "off", "again", "s", "t", "don't", "didn't", "doesn't", "isn't", "aren't", "what's", "how's"]
 )
-ZH_QUESTION_BIGRAMS = frozenset("什么 怎么 如何 为何 为什 哪些 哪个 请问".split())
+ZH_QUESTION_BIGRAMS = frozenset(["什么", "怎么", "如何", "为何", "为什", "哪些", "哪个", "请问"])
 
 
 def normalize_ws(text: str) -> str:
@@ -115,7 +108,7 @@ def cjk_query_terms(text: str) -> list[str]:
 
 def build_query(text: str) -> str:
     """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
-    is always text. Latin terms are prefix-matched and OR-ed so extra words only lower
+    is always text (punctuation alone gives a phrase that matches nothing). Latin terms are prefix-matched and OR-ed so extra words only lower
     the rank; CJK bigrams are matched in the ``cjk`` column. Empty only for empty input."""
     latin = latin_terms(text)
     cjk = cjk_query_terms(text)
@@ -125,4 +118,6 @@ def build_query(text: str) -> str:
         return f"({latin_expr}) OR {{cjk}}:({cjk_expr})"
     if cjk_expr:
         return f"{{cjk}}:({cjk_expr})"
-    return latin_expr
+    if latin_expr or not text.strip():
+        return latin_expr
+    return _quote(text.strip())  # only punctuation: a valid phrase that matches nothing

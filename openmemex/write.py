@@ -13,7 +13,16 @@ from .errors import LifecycleError, UsageError
 from .ids import new_ulid, now_rfc3339
 from .index import Folder
 from .lookup import locate
-from .model import IMPORTANCE, ROLES, SOURCES, TYPES, Memory, default_visibility, normalize_aliases, normalize_tags
+from .model import (
+    IMPORTANCE,
+    ROLES,
+    SOURCES,
+    TYPES,
+    Memory,
+    default_visibility,
+    normalize_aliases,
+    normalize_tags,
+)
 from .redact import RedactResult, redact
 from .text import build_query, content_hash, jaccard, similarity_tokens
 

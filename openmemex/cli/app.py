@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Sequence
 
 from cyclopts import App
+from rich.text import Text
 
 from .. import __version__
 from ..errors import MemexError
@@ -24,7 +25,14 @@ app = App(
     version=__version__,
     help_formatter="plain",
     version_flags=["--version", "-V"],
+    error_formatter=lambda error: Text(f"open-memex: error: {_one_line(error)}"),
 )
+
+
+def _one_line(error: object) -> str:
+    text = " ".join(str(error).split())
+    return text[:1].lower() + text[1:] if text else "invalid command line"
+
 
 for command in (
     memories.add, memories.search, memories.list_, memories.show, memories.supersede,

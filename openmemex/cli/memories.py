@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
 
 from .output import emit_json, note, out, split_list
 
 Flag = Annotated[bool, Parameter(negative="")]
+Text = Annotated[str, Parameter(allow_leading_hyphen=True)]
 
 
-def _context():  # type: ignore[no-untyped-def]
+if TYPE_CHECKING:
+    from ..context import Context
+
+
+def _context() -> Context:
     from ..context import Context
 
     return Context.load()
 
 
 def add(
-    text: str,
+    text: Text,
     *,
     scope: str = "project",
     type: str = "fact",
@@ -85,7 +90,7 @@ def _notices(masked: list[str], private_spans: int) -> None:
 
 
 def search(
-    query: str,
+    query: Text,
     *,
     scope: str = "both",
     type: str | None = None,
@@ -203,7 +208,7 @@ def show(memory_id: str, *, json: Flag = False) -> int:
 
 def supersede(
     memory_id: str,
-    text: str,
+    text: Text,
     *,
     type: str | None = None,
     tags: str | None = None,

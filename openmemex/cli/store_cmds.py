@@ -150,7 +150,7 @@ def config(action: str | None = None, key: str | None = None, value: str | None 
     raise UsageError("usage: open-memex config [get KEY | set KEY VALUE]")
 
 
-def redact(source: str | None = None, /) -> int:
+def redact(source: Annotated[str | None, Parameter(allow_leading_hyphen=True)] = None, /) -> int:
     """Print text exactly as the write path would store it (secrets masked, <private> removed).
 
     Parameters

@@ -20,7 +20,8 @@ def schema() -> dict[str, Any]:
 def _validator() -> Callable[[Any], Any]:
     import fastjsonschema
 
-    return fastjsonschema.compile(schema())  # type: ignore[no-any-return]
+    validator: Callable[[Any], Any] = fastjsonschema.compile(schema())
+    return validator
 
 
 def validate(fields: dict[str, Any]) -> None:
@@ -30,7 +31,7 @@ def validate(fields: dict[str, Any]) -> None:
     try:
         _validator()(fields)
     except fastjsonschema.JsonSchemaValueException as exc:
-        name = exc.name.removeprefix("data.").removeprefix("data") or "frontmatter"
+        name = (exc.name or "").removeprefix("data.").removeprefix("data") or "frontmatter"
         value = exc.value if not isinstance(exc.value, dict | list) else None
         shown = f" (got {value!r})" if value is not None else ""
         raise ValueError(f"field {name!r} {exc.message.split(' ', 1)[-1]}{shown}") from None
