@@ -1,0 +1,155 @@
+"""The review ladder (design §5, D25, D29, D64): propose, promote, reject, resubmit.
+
+``draft → proposed → approved → published``; ``rejected`` from proposed or approved, back to
+``proposed`` only by resubmitting. Every transition appends to ``review_history``; nothing is
+ever removed from it. Transitions on in-repo files are working-tree edits: committing and
+pushing them stays the user's call.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import index, store
+from .context import Context
+from .errors import LifecycleError, UsageError
+from .gitinfo import read_config_value
+from .ids import new_ulid, now_rfc3339
+from .lookup import locate
+from .model import Memory
+
+LADDER = ("draft", "proposed", "approved", "published")
+
+
+def history_entry(frm: str | None, to: str, by: str | None, note: str | None = None,
+                  at: str | None = None) -> dict[str, Any]:  # fmt: skip
+    return {"at": at or now_rfc3339(), "by": by, "from": frm, "to": to, "note": note}
+
+
+def default_reviewer(ctx: Context) -> str:
+    """git ``user.name`` (repository, then global config), else the OS user."""
+    candidates: list[Path] = []
+    if ctx.project.repo is not None:
+        candidates.append(ctx.project.repo.common_dir / "config")
+    global_cfg = os.environ.get("GIT_CONFIG_GLOBAL")
+    if global_cfg:
+        candidates.append(Path(global_cfg))
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        candidates.append(Path(xdg) / "git" / "config" if xdg else Path.home() / ".config" / "git" / "config")
+        candidates.append(Path.home() / ".gitconfig")
+    for path in candidates:
+        name = read_config_value(path, "user", None, "name")
+        if name:
+            return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+@dataclass
+class Transition:
+    memory: Memory
+    old: str
+    new: str
+    in_repo: bool
+
+
+def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: bool = False,
+            note: str | None = None, by: str | None = None) -> Transition:  # fmt: skip
+    """One step up the ladder, or a rejection (note required), or a resubmission."""
+    if reject and resubmit:
+        raise UsageError("--reject and --resubmit cannot be combined")
+    if reject and not (note and note.strip()):
+        raise UsageError("a rejection needs a reason: add --note \"why\"")
+    memory, folder = locate(ctx, memory_id)
+    if memory.scope == "personal":
+        raise LifecycleError(
+            f"{memory.id} is personal and never reviewed — copy it to the project with `open-memex propose {memory.id} --to project`"
+        )
+    old = memory.review_state
+    if reject:
+        if old not in ("proposed", "approved"):
+            raise LifecycleError(f"only proposed or approved memories can be rejected ({memory.id} is {old})")
+        new = "rejected"
+    elif resubmit:
+        if old != "rejected":
+            raise LifecycleError(f"only rejected memories can be resubmitted ({memory.id} is {old})")
+        new = "proposed"
+    elif old == "draft":
+        raise LifecycleError(f"{memory.id} is still a draft — submit it for review first: open-memex submit {memory.id}")
+    elif old == "rejected":
+        raise LifecycleError(f"{memory.id} was rejected — revise it and use --resubmit, or keep it as a record")
+    elif old == "published":
+        raise LifecycleError(f"{memory.id} is published (terminal state); supersede it to change it")
+    else:
+        new = LADDER[LADDER.index(old) + 1]
+    who = by or default_reviewer(ctx)
+    apply_transition(memory, new, who, note)
+    store.save(memory, folder.path)
+    index.upsert(ctx.conn, memory, folder)
+    return Transition(memory, old, new, folder.location == "repo")
+
+
+def apply_transition(memory: Memory, new: str, by: str, note: str | None = None) -> None:
+    """Set the state and its provenance fields, and append the history entry (D29)."""
+    old = memory.review_state
+    stamp = now_rfc3339()
+    memory.review_state = new
+    memory.updated_at = stamp
+    if new == "approved":
+        memory.approved_by = by
+    if new == "proposed" and not memory.proposed_by:
+        memory.proposed_by = by
+    if note is not None:
+        memory.review_note = note
+    memory.review_history = [*memory.review_history, history_entry(old, new, by, note, stamp)]
+
+
+@dataclass
+class Proposal:
+    source: str
+    copy: Memory
+
+
+def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bool = False,
+            by: str | None = None) -> list[Proposal]:  # fmt: skip
+    """Copy personal memories into the project outbox (new ids, ``derived_from``,
+    ``visibility: internal``). All-or-nothing: every id is checked before anything is
+    written (D25, D64)."""
+    if to != "project":
+        raise UsageError(f"--to {to!r} is not supported — memories can only be proposed --to project")
+    if not ids:
+        raise UsageError("name at least one memory id to propose")
+    sources: list[Memory] = []
+    for memory_id in ids:
+        memory, _ = locate(ctx, memory_id)
+        if memory.scope != "personal":
+            raise LifecycleError(f"{memory.id} is already a project memory; use `open-memex submit {memory.id}`")
+        if memory.status not in ("active", "deprecated"):
+            raise LifecycleError(f"{memory.id} is {memory.status}; only current memories can be proposed")
+        sources.append(memory)
+    who = by or default_reviewer(ctx)
+    folder = ctx.write_folder("project")
+    out: list[Proposal] = []
+    for source in sources:
+        stamp = now_rfc3339()
+        copy = Memory(
+            id=new_ulid(), scope="project", scope_key=ctx.project.key, body=source.body, type=source.type,
+            visibility="internal", project_name=ctx.project.name, role=source.role,
+            importance=source.importance, tags=list(source.tags), aliases=list(source.aliases),
+            source=source.source, created_at=stamp, updated_at=stamp, derived_from=source.id,
+            proposed_by=who,
+        )  # fmt: skip
+        copy.review_history = [history_entry(None, "draft", who, "proposed from a personal memory", stamp)]
+        if local_approve:
+            apply_transition(copy, "approved", who, "approved locally (--local-approve)")
+        store.save(copy, folder.path)
+        index.upsert(ctx.conn, copy, folder)
+        out.append(Proposal(source.id, copy))
+    return out
