@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "redactPatterns": [],
     "logLevel": "info",
     "sync": {"autoPull": False, "transport": "auto"},
+    "github": {"apiUrl": ""},
 }
 
 
@@ -84,6 +85,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "logLevel": _choice("info", "debug"),
     "sync.autoPull": _bool,
     "sync.transport": _choice("auto", "git", "pygit2"),
+    "github.apiUrl": str,
 }
 
 

@@ -1,0 +1,122 @@
+"""The repository layer: opening the user's repository with pygit2, refusing the shapes
+libgit2 cannot handle (notes/git-and-pygit2.md §0.5, §2.10) with the way out named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..context import Context
+from ..errors import MemexError
+from ..gitinfo import read_config_value
+
+if TYPE_CHECKING:
+    import pygit2
+
+GITATTRIBUTES = "*.md text eol=lf\n"
+
+
+class UnsupportedRepository(MemexError):
+    """A repository libgit2 cannot safely work on."""
+
+
+@dataclass
+class GitRepo:
+    repo: pygit2.Repository
+    workdir: Path
+    memory_rel: str  # posix path of the memory dir inside the work tree
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.workdir / self.memory_rel
+
+    def rel(self, path: Path) -> str:
+        return path.absolute().relative_to(self.workdir).as_posix()
+
+    def memory_path(self, memory_id: str) -> str:
+        return f"{self.memory_rel}/{memory_id}.md"
+
+    @property
+    def branch(self) -> str | None:
+        """The current branch's short name; None when HEAD is detached."""
+        if self.repo.head_is_detached:
+            return None
+        if self.repo.head_is_unborn:
+            target = self.repo.references["HEAD"].target
+            return str(target).removeprefix("refs/heads/")
+        return str(self.repo.head.shorthand)
+
+    def signature(self) -> pygit2.Signature:
+        import pygit2
+
+        try:
+            return self.repo.default_signature
+        except (KeyError, pygit2.GitError):
+            raise MemexError(
+                "git does not know who you are — run `git config --global user.name \"Your Name\"` "
+                "and `git config --global user.email you@example.com`"
+            ) from None
+
+
+def _check_supported(common_dir: Path, git_dir: Path) -> None:
+    config = common_dir / "config"
+    if (read_config_value(config, "extensions", None, "objectformat") or "").lower() == "sha256":
+        raise UnsupportedRepository(
+            "this repository uses SHA-256 object ids, which libgit2 cannot open yet — "
+            "use plain `git` for memory files here (`open-memex` read commands still work)"
+        )
+    if read_config_value(config, "extensions", None, "partialclone"):
+        raise UnsupportedRepository(
+            "this is a partial clone (missing blobs are never fetched by libgit2) — "
+            "run `git fetch --refetch` (or clone without --filter) first"
+        )
+    if (read_config_value(config, "core", None, "sparsecheckout") or "").lower() == "true":
+        raise UnsupportedRepository(
+            "sparse checkout is enabled; libgit2 would write excluded files — "
+            "run `git sparse-checkout disable` or use plain `git` for memory files"
+        )
+    index = git_dir / "index"
+    try:
+        with index.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return
+    if b"link" in head[-(1 << 12):] or (read_config_value(config, "core", None, "splitindex") or "").lower() == "true":
+        raise UnsupportedRepository(
+            "this repository uses a split index — run `git update-index --no-split-index` first"
+        )
+    if (read_config_value(config, "index", None, "sparse") or "").lower() == "true":
+        raise UnsupportedRepository("this repository uses a sparse index — run `git sparse-checkout disable` first")
+
+
+def open_repo(ctx: Context) -> GitRepo:
+    """The repository of the current folder, or a one-line refusal naming what to do."""
+    info = ctx.project.repo
+    if info is None:
+        raise MemexError(
+            f"{ctx.cwd} is not inside a git repository — run this in your project's clone "
+            "(project memories stay in the local outbox until then)"
+        )
+    _check_supported(info.common_dir, info.git_dir)
+    import pygit2
+
+    try:
+        repo = pygit2.Repository(str(info.workdir))
+    except pygit2.GitError as exc:
+        raise UnsupportedRepository(f"cannot open the repository at {info.workdir}: {exc}") from None
+    if repo.is_bare or repo.workdir is None:
+        raise MemexError("this is a bare repository — run this in a clone with a work tree")
+    workdir = Path(repo.workdir).absolute()
+    return GitRepo(repo, workdir, ctx.config.memory_dir.strip("/"))
+
+
+def ensure_gitattributes(gitrepo: GitRepo) -> Path | None:
+    """``<memoryDir>/.gitattributes`` keeps memory files LF on every platform; returns the
+    path when it was created (so the caller commits it with its own files)."""
+    path = gitrepo.memory_dir / ".gitattributes"
+    if path.exists():
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(GITATTRIBUTES, encoding="utf-8")
+    return path
