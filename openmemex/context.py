@@ -98,7 +98,7 @@ class Context:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = index.connect(paths.index_path(self.root))
+            self._conn = index.connect(paths.index_path(self.root), warn=self.warn)
         return self._conn
 
     def sync(self, scope: str = "both", kind: str = "request") -> SyncStats:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -64,7 +65,8 @@ def parse_time(value: object) -> float | None:
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
     if isinstance(value, int | float):
-        return value / 1000.0 if value > 10_000_000_000 else float(value)
+        seconds = value / 1000.0 if value > 10_000_000_000 else float(value)
+        return seconds if math.isfinite(seconds) and 0 <= seconds < 253402300800 else None
     if isinstance(value, str):
         text = value.strip()
         if not text:
@@ -79,7 +81,7 @@ def parse_time(value: object) -> float | None:
             return None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
-        return dt.timestamp()
+        return max(dt.timestamp(), 0.0)
     return None
 
 

@@ -147,8 +147,28 @@ class SyncStats:
         return f"+{self.added} ~{self.updated} -{self.removed} (scanned {self.scanned})"
 
 
-def connect(db_path: Path) -> sqlite3.Connection:
-    """Open (creating or rebuilding on a schema change) with WAL and a 5 s busy timeout."""
+def connect(db_path: Path, warn: Warn = warn_stderr) -> sqlite3.Connection:
+    """Open (creating or rebuilding on a schema change) with WAL and a 5 s busy timeout.
+    A file that is not a database is moved aside and rebuilt: the index is only a cache."""
+    try:
+        return _connect(db_path)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) or not _looks_corrupt(exc):
+            raise
+    aside = db_path.with_name(f"{db_path.name}.corrupt-{int(time.time())}")
+    os.replace(db_path, aside)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    warn(f"the index {db_path} was damaged ({aside.name} kept); rebuilding it from the memory files")
+    return _connect(db_path)
+
+
+def _looks_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
@@ -320,11 +340,13 @@ def _reconcile_folder(
     conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None
 ) -> SyncStats:
     stats = SyncStats()
-    on_disk, odd = _scan(folder.path)
-    stats.scanned = len(on_disk)
     key = str(folder.path)
+    # Rows first, then the scan: a file another process writes and indexes in between is
+    # then "new" (re-read, harmless), never "gone" (its row deleted).
     known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_path, mtime_ns, size FROM memories WHERE dir = ?", (key,))}
     held = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_path, mtime_ns, size FROM quarantine WHERE dir = ?", (key,))}
+    on_disk, odd = _scan(folder.path)
+    stats.scanned = len(on_disk)
     changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
     removed = [p for p in known if p not in on_disk]
     new_odd = {p: reason for p, reason in odd.items() if p not in held}
@@ -343,8 +365,14 @@ def _reconcile_folder(
         except MemoryFileError as exc:
             bad.append((path_text, mtime_ns, size, str(exc)))
             continue
+        except FileNotFoundError:
+            stats.scanned -= 1  # deleted since the scan: the next reconcile drops any row
+            continue
         except OSError as exc:
             bad.append((path_text, mtime_ns, size, f"cannot read: {exc.strerror}"))
+            continue
+        except Exception as exc:  # never let one file take the whole store down
+            bad.append((path_text, mtime_ns, size, f"unreadable ({type(exc).__name__}: {exc})"))
             continue
         if path_text in known:
             stats.updated += 1

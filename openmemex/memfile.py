@@ -84,7 +84,10 @@ def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
     meta = _load_yaml(fm_text)
     raw_body = rest[1:] if rest.startswith("\n") else rest
     body = raw_body.strip("\n").rstrip()
-    normalized = normalize_fields(meta, default_scope_key)
+    try:
+        normalized = normalize_fields(meta, default_scope_key)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise MemoryFileError(f"invalid field value: {exc}") from None
     try:
         validate(normalized)
     except ValueError as exc:
@@ -106,6 +109,8 @@ def _load_yaml(fm_text: str) -> dict[str, Any]:
         meta = yaml.load(fm_text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:  # e.g. 2026-02-30, !!int abc
+        raise MemoryFileError(f"invalid YAML value: {exc}") from None
     if not isinstance(meta, dict):
         raise MemoryFileError("frontmatter is not a mapping of fields")
     return meta

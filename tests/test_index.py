@@ -1,0 +1,491 @@
+"""The SQLite FTS5 index is a cache of the files, reconciled by a stat scan before reads.
+
+Covers: hand edits (add/edit/delete) showing up, SyncStats counts, the warm no-change
+path doing no write, transparent rebuilds (deleted db, old user_version, ``reindex``),
+connection settings, supersede-chain self-healing, dangling and cyclic chains, and
+faithful rewrites of hand-edited files.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openmemex import index, paths
+from openmemex.context import Context
+from openmemex.ids import new_ulid
+from tests.helpers import write_example
+
+WARN_PREFIX = "open-memex: warning: "
+
+PERSONAL = """---
+id: {id}
+schema_version: 2
+scope: personal # who owns it
+scope_key: personal
+visibility: private
+project_name: ""
+type: fact
+role: knowledge
+importance: normal
+status: {status}
+tags: [infra]
+source: user
+created_at: "2026-09-26T12:00:00Z"
+updated_at: "2026-09-26T12:00:00Z"
+supersedes: {supersedes}
+superseded_by: {superseded_by}
+review_state: draft
+proposed_by: null
+approved_by: null
+derived_from: null
+review_note: null
+review_history: []
+x_hand_note: keep me # a field and a comment we do not own
+---
+
+{body}
+"""
+
+
+def personal_text(
+    memory_id: str, body: str, status: str = "active", supersedes: str | None = None,
+    superseded_by: str | None = None,
+) -> str:  # fmt: skip
+    return PERSONAL.format(
+        id=memory_id, body=body, status=status,
+        supersedes=supersedes or "null", superseded_by=superseded_by or "null",
+    )  # fmt: skip
+
+
+def write_personal(
+    folder: Path, body: str, memory_id: str | None = None, **kw: str | None
+) -> tuple[str, Path]:
+    memory_id = memory_id or new_ulid()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{memory_id}.md"
+    path.write_text(personal_text(memory_id, body, **kw), encoding="utf-8")  # type: ignore[arg-type]
+    return memory_id, path
+
+
+def personal_dir() -> Path:
+    with Context.load() as ctx:
+        return ctx.personal_dir
+
+
+def db_path() -> Path:
+    with Context.load() as ctx:
+        return paths.index_path(ctx.root)
+
+
+def row_ids() -> set[str]:
+    with Context.load() as ctx:
+        ctx.sync("all")
+        return {r[0] for r in ctx.conn.execute("SELECT id FROM memories")}
+
+
+def search_ids(cli, query: str, *extra: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    result = cli("search", query, "--scope", "personal", *extra)
+    assert result.rc == 0, result.err
+    assert "Traceback" not in result.out + result.err
+    return result.out, result.err
+
+
+# ---- reconcile -----------------------------------------------------------------------
+
+
+def test_hand_written_file_is_found_edited_and_removed(cli) -> None:  # type: ignore[no-untyped-def]
+    folder = personal_dir()
+    mid, path = write_personal(folder, "the staging cluster runs on giraffe nodes")
+
+    out, err = search_ids(cli, "giraffe")
+    assert mid in out
+    assert err == ""
+
+    path.write_text(
+        personal_text(mid, "the staging cluster now runs on penguin hardware"), encoding="utf-8"
+    )
+    out, _ = search_ids(cli, "giraffe")
+    assert mid not in out
+    assert "(no matches)" in out
+    out, _ = search_ids(cli, "penguin")
+    assert mid in out
+
+    path.unlink()
+    out, _ = search_ids(cli, "penguin")
+    assert mid not in out
+    listed = cli("list", "--scope", "personal")
+    assert listed.rc == 0
+    assert mid not in listed.out
+    assert mid not in row_ids()
+
+
+def test_sync_stats_counts(tmp_path: Path) -> None:
+    folder = personal_dir()
+    a, path_a = write_personal(folder, "alpha fact about caching")
+    b, path_b = write_personal(folder, "bravo fact about queues")
+    write_personal(folder, "charlie fact about logging")
+
+    with Context.load() as ctx:
+        stats = ctx.sync("personal")
+        assert (stats.added, stats.updated, stats.removed, stats.scanned) == (3, 0, 0, 3)
+        assert stats.changed is True
+        assert stats.summary() == "+3 ~0 -0 (scanned 3)"
+        assert stats.quarantined == []
+
+    path_a.write_text(
+        personal_text(a, "alpha fact about caching, now with a longer body"), encoding="utf-8"
+    )
+    path_b.unlink()
+    write_personal(folder, "delta fact about tracing")
+    write_personal(folder, "echo fact about metrics")
+    bad = folder / f"{new_ulid()}.md"
+    bad.write_text("", encoding="utf-8")
+
+    warnings: list[str] = []
+    with Context.load(warn=warnings.append) as ctx:
+        stats = ctx.sync("personal")
+        assert (stats.added, stats.updated, stats.removed) == (2, 1, 1)
+        assert stats.scanned == 5  # four good files and the empty one
+        assert stats.summary() == "+2 ~1 -1 (scanned 5)"
+        assert [p for p, _ in stats.quarantined] == [bad]
+        assert len(warnings) == 1 and str(bad) in warnings[0]
+        log = ctx.conn.execute(
+            "SELECT added, updated, removed, scanned FROM sync_log WHERE dir = ?", (str(folder),)
+        ).fetchone()
+        assert tuple(log) == (2, 1, 1, 5)
+        ids = {r[0] for r in ctx.conn.execute("SELECT id FROM memories")}
+        assert a in ids and b not in ids and len(ids) == 4
+
+    with Context.load(warn=warnings.append) as ctx:
+        stats = ctx.sync("personal")
+        assert (stats.added, stats.updated, stats.removed, stats.scanned) == (0, 0, 0, 5)
+        assert stats.changed is False
+        assert stats.quarantined == []
+    assert len(warnings) == 1
+
+
+def test_warm_reconcile_performs_no_write(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = personal_dir()
+    for word in ("kiwi", "mango", "papaya"):
+        write_personal(folder, f"kubernetes note about {word}")
+    (folder / f"{new_ulid()}.md").write_text("---\n- not a mapping\n---\nbody\n", encoding="utf-8")
+    outside = tmp_path / "outside.md"
+    outside.write_text("x", encoding="utf-8")
+    (folder / f"{new_ulid()}.md").symlink_to(outside)
+
+    first = cli("search", "kubernetes")
+    assert first.rc == 0
+    assert first.err.count(WARN_PREFIX) == 2
+
+    watcher = sqlite3.connect(db_path())
+    try:
+        before_version = watcher.execute("PRAGMA data_version").fetchone()[0]
+        before_log = watcher.execute("SELECT * FROM sync_log ORDER BY dir").fetchall()
+        before_q = watcher.execute("SELECT * FROM quarantine ORDER BY file_path").fetchall()
+
+        statements: list[str] = []
+        warnings: list[str] = []
+        with Context.load(warn=warnings.append) as ctx:
+            ctx.conn.set_trace_callback(statements.append)
+            changes = ctx.conn.total_changes
+            for scope in ("personal", "both", "all"):
+                stats = ctx.sync(scope)
+                assert stats.changed is False
+                assert (stats.added, stats.updated, stats.removed) == (0, 0, 0)
+            assert ctx.conn.total_changes == changes
+            ctx.conn.set_trace_callback(None)
+        assert warnings == []
+        assert any(s.lstrip().upper().startswith("SELECT") for s in statements), (
+            "tracing saw nothing"
+        )
+        writes = [
+            s
+            for s in statements
+            if s.lstrip().upper().startswith(("BEGIN", "INSERT", "UPDATE", "DELETE"))
+        ]
+        assert writes == [], writes
+
+        again = cli("search", "kubernetes")
+        assert again.rc == 0 and again.err == ""
+        assert cli("list", "--scope", "both").err == ""
+
+        assert watcher.execute("PRAGMA data_version").fetchone()[0] == before_version
+        assert watcher.execute("SELECT * FROM sync_log ORDER BY dir").fetchall() == before_log
+        assert watcher.execute("SELECT * FROM quarantine ORDER BY file_path").fetchall() == before_q
+    finally:
+        watcher.close()
+
+
+# ---- rebuilds ------------------------------------------------------------------------
+
+
+def _add_three(cli) -> list[str]:  # type: ignore[no-untyped-def]
+    ids = []
+    for text in (
+        "rebuild note one about redis",
+        "rebuild note two about postgres",
+        "rebuild note three about nginx",
+    ):
+        result = cli("add", text, "--scope", "personal")
+        assert result.rc == 0, result.err
+        ids.append(result.out.split()[1])
+    return ids
+
+
+def _drop_db() -> None:
+    db = db_path()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def test_deleted_index_is_rebuilt_transparently(cli) -> None:  # type: ignore[no-untyped-def]
+    ids = _add_three(cli)
+    _drop_db()
+    assert not db_path().exists()
+
+    listed = cli("list", "--scope", "personal")
+    assert listed.rc == 0, listed.err
+    assert listed.err == ""
+    for mid in ids:
+        assert mid in listed.out
+    assert db_path().exists()
+    out, _ = search_ids(cli, "postgres")
+    assert ids[1] in out
+    assert row_ids() == set(ids)
+
+
+def _old_version(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA user_version = 1")
+    finally:
+        conn.close()
+
+
+def _old_schema(db: Path) -> None:
+    _drop_db()
+    conn = sqlite3.connect(db)
+    try:
+        conn.executescript(
+            "CREATE TABLE memories(id TEXT PRIMARY KEY, body TEXT, priority INTEGER);"
+            "CREATE VIRTUAL TABLE search_fts USING fts5(body);"
+            "CREATE TABLE meta(k TEXT, v TEXT);"
+            "INSERT INTO memories VALUES ('stale', 'a stale row from an old version', 5);"
+            "PRAGMA user_version = 1;"
+        )
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "damage", [_old_version, _old_schema], ids=["old-user-version", "old-schema"]
+)
+def test_old_user_version_triggers_rebuild(cli, damage) -> None:  # type: ignore[no-untyped-def]
+    ids = _add_three(cli)
+    db = db_path()
+    damage(db)
+
+    listed = cli("list", "--scope", "personal")
+    assert listed.rc == 0, listed.err
+    assert "Traceback" not in listed.err
+    for mid in ids:
+        assert mid in listed.out
+    out, _ = search_ids(cli, "nginx")
+    assert ids[2] in out
+
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == index.SCHEMA_VERSION
+        assert {r[0] for r in conn.execute("SELECT id FROM memories")} == set(ids)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert "meta" not in tables and "search_fts" not in tables
+    finally:
+        conn.close()
+
+
+def test_corrupt_index_file_is_rebuilt(cli) -> None:  # type: ignore[no-untyped-def]
+    """The index is a cache "rebuilt whenever in doubt": garbage in index.db must not
+    take the store down."""
+    ids = _add_three(cli)
+    _drop_db()
+    db_path().write_bytes(b"this is not an sqlite database at all\n" * 200)
+
+    listed = cli("list", "--scope", "personal")
+    assert listed.rc == 0, listed.err
+    for mid in ids:
+        assert mid in listed.out
+
+
+def test_reindex_cli_rebuilds_and_reports_count(cli) -> None:  # type: ignore[no-untyped-def]
+    ids = _add_three(cli)
+    with Context.load() as ctx:  # the cache went wrong behind the stat scan's back
+        ctx.conn.execute("UPDATE memories SET content = 'garbage'")
+    out, _ = search_ids(cli, "redis")
+    assert ids[0] not in out
+    result = cli("reindex")
+    assert result.rc == 0, result.err
+    assert "reindexed: 3 memories" in result.out
+    assert row_ids() == set(ids)
+
+    bad = personal_dir() / f"{new_ulid()}.md"
+    bad.write_bytes(b"\x00\x01")
+    result = cli("reindex")
+    assert result.rc == 0, result.err
+    assert "reindexed: 3 memories from 4 files, 1 skipped" in result.out
+    assert len([line for line in result.err.splitlines() if line.startswith(WARN_PREFIX)]) == 1
+    with Context.load() as ctx:
+        assert [p for p, _ in index.quarantined(ctx.conn)] == [str(bad)]
+    out, _ = search_ids(cli, "redis")
+    assert ids[0] in out
+
+
+def test_wal_and_busy_timeout(cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("add", "settings check memory", "--scope", "personal").rc == 0
+    with Context.load() as ctx:
+        assert ctx.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert ctx.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    conn = index.connect(db_path())
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    finally:
+        conn.close()
+    raw = sqlite3.connect(db_path())
+    try:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent in the file
+    finally:
+        raw.close()
+
+
+# ---- supersede chains ------------------------------------------------------------------
+
+
+def _diff_keys(before: str, after: str) -> set[str]:
+    a, b = before.splitlines(), after.splitlines()
+    assert len(a) == len(b), (before, after)
+    return {x.split(":", 1)[0] for x, y in zip(a, b, strict=True) if x != y}
+
+
+def test_one_sided_supersedes_is_healed(cli) -> None:  # type: ignore[no-untyped-def]
+    folder = personal_dir()
+    old_id, old_path = write_personal(folder, "kubernetes deploys use helm version two")
+    new_id, _ = write_personal(
+        folder, "kubernetes deploys use helm version three", supersedes=old_id
+    )
+    before = old_path.read_text(encoding="utf-8")
+
+    out, err = search_ids(cli, "kubernetes")
+    assert new_id in out
+    assert old_id not in out
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(WARN_PREFIX) and old_id in lines[0]
+
+    after = old_path.read_text(encoding="utf-8")
+    assert f"superseded_by: {new_id}\n" in after
+    assert "\nstatus: superseded\n" in after
+    assert _diff_keys(before, after) <= {"status", "superseded_by", "updated_at"}
+    assert {"status", "superseded_by"} <= _diff_keys(before, after)
+    assert "x_hand_note: keep me # a field and a comment we do not own\n" in after
+
+    out, err = search_ids(cli, "kubernetes")
+    assert new_id in out and old_id not in out
+    assert err == ""
+    listed = cli("list", "--scope", "personal")
+    assert new_id in listed.out and old_id not in listed.out
+
+
+def test_one_sided_superseded_by_is_healed(cli) -> None:  # type: ignore[no-untyped-def]
+    folder = personal_dir()
+    new_id = new_ulid()
+    old_id, _ = write_personal(
+        folder, "kubernetes ingress uses traefik", status="superseded", superseded_by=new_id
+    )
+    new_id, new_path = write_personal(
+        folder, "kubernetes ingress uses envoy gateway", memory_id=new_id
+    )
+    before = new_path.read_text(encoding="utf-8")
+
+    out, err = search_ids(cli, "kubernetes")
+    assert new_id in out and old_id not in out
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(WARN_PREFIX) and new_id in lines[0]
+    after = new_path.read_text(encoding="utf-8")
+    assert f"supersedes: {old_id}\n" in after
+    assert "\nstatus: active\n" in after
+    assert _diff_keys(before, after) <= {"supersedes", "updated_at"}
+
+
+def test_dangling_superseded_by_does_not_hide_memory(cli) -> None:  # type: ignore[no-untyped-def]
+    folder = personal_dir()
+    missing = new_ulid()
+    mid, _ = write_personal(
+        folder, "kubernetes quota notes survive", status="superseded", superseded_by=missing
+    )
+    other, _ = write_personal(
+        folder, "kubernetes replacement of a missing note", supersedes=new_ulid()
+    )
+
+    out, _ = search_ids(cli, "kubernetes")
+    assert mid in out
+    assert other in out
+    out, _ = search_ids(cli, "quota")
+    assert mid in out
+
+
+@pytest.mark.parametrize("two_sided", [True, False], ids=["two-sided", "one-sided"])
+def test_supersede_cycle_does_not_hang(cli, two_sided: bool) -> None:  # type: ignore[no-untyped-def]
+    folder = personal_dir()
+    a, b = new_ulid(), new_ulid()
+    write_personal(folder, "kubernetes cycle note alpha", memory_id=a, status="superseded",
+                   superseded_by=b, supersedes=b if two_sided else None)  # fmt: skip
+    write_personal(folder, "kubernetes cycle note bravo", memory_id=b, status="superseded",
+                   superseded_by=a, supersedes=a if two_sided else None)  # fmt: skip
+
+    code = "from openmemex.cli.app import main; main()"
+    for args in (["search", "kubernetes"], ["list", "--scope", "personal", "--include", "all"],
+                 ["search", "cycle", "--explain"], ["show", a]):  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=30
+        )  # fmt: skip
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    out, _ = search_ids(cli, "kubernetes")
+    assert a in out or b in out
+
+
+# ---- faithful rewrites -----------------------------------------------------------------
+
+
+def test_status_change_keeps_unknown_fields_and_comments(cli) -> None:  # type: ignore[no-untyped-def]
+    with Context.load() as ctx:
+        folder = paths.scope_dir(ctx.root, "project__my-repo__9f2c1a4b8e3d")
+    path = write_example(folder)
+    mid = path.stem
+    before = path.read_text(encoding="utf-8")
+
+    result = cli("status", mid, "deprecated")
+    assert result.rc == 0, result.err
+    assert "deprecated" in result.out
+    after = path.read_text(encoding="utf-8")
+
+    a, b = before.splitlines(), after.splitlines()
+    assert len(a) == len(b)
+    differing = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    assert [x.split(":", 1)[0] for x, _ in differing] == ["status", "updated_at"], differing
+    status_line = next(y for x, y in differing if x.startswith("status:"))
+    assert status_line.split("#", 1)[0].strip() == "status: deprecated"
+    updated_line = next(y for x, y in differing if x.startswith("updated_at:"))
+    assert updated_line.startswith('updated_at: "') and updated_line.rstrip().endswith('Z"')
+    assert "x_team_owner: platform   # a field from a newer writer" in after
+    assert "scope: project # personal | project | org (ownership: WHO owns it)" in after
+
+    again = cli("status", mid, "deprecated")
+    assert again.rc == 0
+    assert path.read_text(encoding="utf-8") == after  # unchanged status: no rewrite
