@@ -352,6 +352,8 @@ def _reconcile_folder(
     new_odd = {p: reason for p, reason in odd.items() if p not in held}
     released = [p for p in held if p not in on_disk and p not in odd]
     if not (changed or removed or new_odd or released):
+        if kind != "request":  # explicit syncs (cli, submit, pull) are recorded even when idle (D31)
+            _log_sync(conn, key, kind, stats)
         return stats
     rows: list[tuple[object, ...]] = []
     bad: list[tuple[str, int, int, str]] = []
@@ -397,17 +399,26 @@ def _reconcile_folder(
             )
         good_paths = [(r[3],) for r in rows]
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
-        if stats.changed:
-            conn.execute(
-                "INSERT INTO sync_log(dir, at, kind, added, updated, removed, scanned) VALUES (?,?,?,?,?,?,?) "
-                "ON CONFLICT(dir) DO UPDATE SET at=excluded.at, kind=excluded.kind, added=excluded.added, "
-                "updated=excluded.updated, removed=excluded.removed, scanned=excluded.scanned",
-                (key, now, kind, stats.added, stats.updated, stats.removed, stats.scanned),
-            )
+        if stats.changed or bad or kind != "request":
+            _write_sync_row(conn, key, kind, stats, now)
     for path_text, _, _, reason in bad:
         stats.quarantined.append((Path(path_text), reason))
         warn(f"skipped {path_text}: {reason}")
     return stats
+
+
+def _write_sync_row(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats, now: float) -> None:
+    conn.execute(
+        "INSERT INTO sync_log(dir, at, kind, added, updated, removed, scanned) VALUES (?,?,?,?,?,?,?) "
+        "ON CONFLICT(dir) DO UPDATE SET at=excluded.at, kind=excluded.kind, added=excluded.added, "
+        "updated=excluded.updated, removed=excluded.removed, scanned=excluded.scanned",
+        (key, now, kind, stats.added, stats.updated, stats.removed, stats.scanned),
+    )
+
+
+def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:
+    with transaction(conn):
+        _write_sync_row(conn, key, kind, stats, time.time())
 
 
 def rebuild(

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from .. import __version__
 from ..errors import MemexError
-from . import memories, store_cmds
+from . import git_cmds, memories, store_cmds
 
 app = App(
     help="open-memex — a git-native, local-first memory layer for AI coding agents.\n\n"
@@ -39,6 +39,8 @@ for command in (
     memories.status, memories.forget,
     store_cmds.where, store_cmds.scopes, store_cmds.reindex, store_cmds.migrate,
     store_cmds.config, store_cmds.redact,
+    git_cmds.submit, git_cmds.pull, git_cmds.push, git_cmds.sync_status, git_cmds.propose,
+    git_cmds.promote, git_cmds.resolve, git_cmds.merge_driver, git_cmds.pr_status, git_cmds.setup,
 ):  # fmt: skip
     app.command(command, name=command.__name__.rstrip("_").replace("_", "-"))
 app.command("openmemex.cli.demo:demo", name="demo", help="A guided tour in a throw-away sandbox (never touches your data).")

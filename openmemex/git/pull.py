@@ -122,7 +122,10 @@ def push(ctx: Context) -> PushReport:
     upstream = local.upstream
     if upstream is not None:
         remote = str(upstream.remote_name)
-        merge_ref = repo.config[f"branch.{name}.merge"] if f"branch.{name}.merge" in repo.config else f"refs/heads/{name}"
+        try:
+            merge_ref = str(repo.config[f"branch.{name}.merge"])
+        except KeyError:
+            merge_ref = f"refs/heads/{name}"
     else:
         names = list(repo.remotes.names())
         if not names:

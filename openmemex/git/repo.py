@@ -3,6 +3,7 @@ libgit2 cannot handle (notes/git-and-pygit2.md §0.5, §2.10) with the way out n
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,16 +48,27 @@ class GitRepo:
             return str(target).removeprefix("refs/heads/")
         return str(self.repo.head.shorthand)
 
-    def signature(self) -> pygit2.Signature:
+    def signature(self, role: str = "AUTHOR") -> pygit2.Signature:
+        """Who commits, as git decides it: ``GIT_<ROLE>_NAME/EMAIL``, then ``user.name`` /
+        ``user.email`` (libgit2 ignores ``GIT_CONFIG_GLOBAL``, so that file is read too)."""
         import pygit2
 
-        try:
-            return self.repo.default_signature
-        except (KeyError, pygit2.GitError):
+        name = os.environ.get(f"GIT_{role}_NAME") or self._config("name")
+        email = os.environ.get(f"GIT_{role}_EMAIL") or self._config("email")
+        if not name or not email:
             raise MemexError(
                 "git does not know who you are — run `git config --global user.name \"Your Name\"` "
                 "and `git config --global user.email you@example.com`"
-            ) from None
+            )
+        return pygit2.Signature(name, email)
+
+    def _config(self, key: str) -> str | None:
+        try:
+            return str(self.repo.config[f"user.{key}"])
+        except KeyError:
+            pass
+        path = os.environ.get("GIT_CONFIG_GLOBAL")
+        return read_config_value(Path(path), "user", None, key) if path else None
 
 
 def _check_supported(common_dir: Path, git_dir: Path) -> None:

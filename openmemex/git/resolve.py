@@ -208,7 +208,10 @@ def setup_merge_driver(ctx: Context) -> SetupReport:
     config = gitrepo.repo.config
     key = f"merge.{DRIVER_NAME}.driver"
     wanted = driver_command()
-    current = config[key] if key in config else None
+    try:
+        current: str | None = str(config[key])
+    except KeyError:
+        current = None
     kept = None
     driver_set = False
     if current is None:

@@ -47,7 +47,6 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
     if not ids:
         raise UsageError("name the drafts to submit: open-memex submit ID [ID…] (see `open-memex sync-status`)")
     gitrepo = open_repo(ctx)
-    repo = gitrepo.repo
     ctx.sync("project", kind="submit")
     folders = ctx.folders("project")
     outbox = next(f for f in folders if f.location == "outbox")
@@ -146,9 +145,9 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str) -> str:
     tree = tmp.write_tree(repo)
     if not unborn and tree == repo.head.peel(pygit2.Commit).tree.id:
         return str(repo.head.target)
-    sig = gitrepo.signature()
+    author, committer = gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER")
     try:
-        oid = repo.create_commit("HEAD", sig, sig, message, tree, parents)
+        oid = repo.create_commit("HEAD", author, committer, message, tree, parents)
     except (pygit2.GitError, OSError) as exc:
         raise MemexError(
             f"could not commit ({exc}) — the branch moved or is locked by another git command; "

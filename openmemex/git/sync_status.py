@@ -56,23 +56,23 @@ class SyncStatus:
             "outbox": [i.to_json() for i in self.outbox],
             "repo": None if self.repo_dir is None else {
                 "dir": self.repo_dir, "counts": self.counts(), "memories": [i.to_json() for i in self.in_repo],
-            },  # fmt: skip
+            },
             "uncommitted": [{"path": p, "status": s} for p, s in self.uncommitted],
             "next": self.next_steps(),
         }
 
 
 def sync_status(ctx: Context) -> SyncStatus:
-    ctx.sync("project", kind="cli")
     folders = ctx.folders("project")
-    last = index.last_sync(ctx.conn, [f.path for f in folders])
+    last = index.last_sync(ctx.conn, [f.path for f in folders])  # the one before this look
+    ctx.sync("project")
     status = SyncStatus(
         ctx.project.name,
         ctx.project.key,
         None if last is None else {
             "at": format_time(last["at"]), "kind": last["kind"], "added": last["added"],
             "updated": last["updated"], "removed": last["removed"], "scanned": last["scanned"],
-        },  # fmt: skip
+        },
     )
     for folder in folders:
         rows = ctx.conn.execute(

@@ -1,0 +1,309 @@
+"""Git commands: submit, pull, push, sync-status, propose, promote, resolve, merge-driver,
+pr-status, setup. They import pygit2 only when they run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from cyclopts import Parameter
+
+from .output import emit_json, note, out
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+Flag = Annotated[bool, Parameter(negative="")]
+
+
+def _context() -> Context:
+    from ..context import Context
+
+    return Context.load()
+
+
+def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag = False, json: Flag = False) -> int:
+    """Move outbox drafts into the repository for review: one commit on the current branch.
+
+    The drafts are copied into .ai/open-memex/ as `proposed` (approved stays approved),
+    scanned for secrets, committed on the CURRENT branch with only those files (anything
+    you had staged stays staged and out of the commit), verified, and only then removed
+    from the outbox. Re-running is harmless. Nothing is pushed.
+
+    Parameters
+    ----------
+    ids
+        The draft ids to submit (see `open-memex sync-status`).
+    branch
+        Create (or switch to) this branch first — only when you ask for it.
+    allow_unsigned
+        Commit even though commit.gpgsign is set (open-memex cannot sign).
+    json
+        Print one JSON document.
+    """
+    from ..git.submit import submit as run_submit
+
+    with _context() as ctx:
+        report = run_submit(ctx, ids, branch=branch, allow_unsigned=allow_unsigned)
+    if json:
+        emit_json({"branch": report.branch, "commit": report.commit, "created_branch": report.created_branch,
+                   "submitted": [{"id": i, "review_state": s} for i, s in report.submitted],
+                   "already": report.already})  # fmt: skip
+        return 0
+    for memory_id, state in report.submitted:
+        out(f"submitted {memory_id} [{state}]")
+    for memory_id in report.already:
+        out(f"already in the repository: {memory_id}")
+    if report.submitted and report.commit:
+        made = " (new branch)" if report.created_branch else ""
+        out(f"committed {report.commit[:8]} on {report.branch}{made} — you are still on this branch")
+        out("next: open-memex push   then open a pull request, e.g. gh pr create --fill")
+    elif not report.submitted:
+        out("nothing new to commit")
+    return 0
+
+
+def pull(*, json: Flag = False) -> int:
+    """Fetch and fast-forward the current branch — never merges, never forces.
+
+    Diverged history, a detached HEAD, a missing upstream or local changes in the way stop
+    with the next step named and nothing changed. The index is refreshed afterwards.
+
+    Parameters
+    ----------
+    json
+        Print one JSON document.
+    """
+    from ..git.pull import pull as run_pull
+
+    with _context() as ctx:
+        report = run_pull(ctx)
+    if json:
+        stats = report.stats
+        emit_json({"branch": report.branch, "remote": report.remote, "old": report.old, "new": report.new,
+                   "up_to_date": report.up_to_date, "files_changed": report.files_changed,
+                   "memory_files_changed": report.memory_files_changed,
+                   "index": None if stats is None else {"added": stats.added, "updated": stats.updated,
+                                                          "removed": stats.removed, "scanned": stats.scanned}})  # fmt: skip
+        return 0
+    if report.up_to_date:
+        out(f"already up to date: {report.branch} at {report.old[:8]} ({report.remote})")
+        return 0
+    out(f"pulled {report.branch} from {report.remote}: {report.old[:8]}..{report.new[:8]} (fast-forward)")
+    out(f"files changed: {report.files_changed} ({report.memory_files_changed} memory files)")
+    if report.stats is not None:
+        out(f"index: {report.stats.summary()}")
+    return 0
+
+
+def push(*, json: Flag = False) -> int:
+    """Push the current branch (sets its upstream on the first push). Only when you ask.
+
+    Parameters
+    ----------
+    json
+        Print one JSON document.
+    """
+    from ..git.pull import push as run_push
+
+    with _context() as ctx:
+        report = run_push(ctx)
+    if json:
+        emit_json({"branch": report.branch, "remote": report.remote, "target": report.target,
+                   "set_upstream": report.set_upstream})  # fmt: skip
+        return 0
+    out(f"pushed {report.branch} to {report.remote} @ {report.target[:8]}"
+        + (f" (upstream set to {report.remote}/{report.branch})" if report.set_upstream else ""))  # fmt: skip
+    return 0
+
+
+def sync_status(*, json: Flag = False) -> int:
+    """What is waiting: outbox drafts, in-repo review states, uncommitted memory files,
+    and when the index last synced.
+
+    Parameters
+    ----------
+    json
+        Print one JSON document.
+    """
+    from ..git.sync_status import render, sync_status as run_status
+
+    with _context() as ctx:
+        status = run_status(ctx)
+    if json:
+        emit_json(status.to_json())
+    else:
+        out(render(status))
+    return 0
+
+
+def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = False, by: str | None = None) -> int:
+    """Copy personal memories into the project outbox for review (all-or-nothing).
+
+    The copies get new ids, `derived_from` pointing at the original, and visibility
+    internal; the personal originals never leave this machine.
+
+    Parameters
+    ----------
+    ids
+        Personal memory ids.
+    to
+        Only "project" is supported.
+    local_approve
+        Solo flow: record the copy as approved by you (no PR needed).
+    by
+        Who proposes (default: git user.name).
+    """
+    from ..review import propose as run_propose
+
+    with _context() as ctx:
+        proposals = run_propose(ctx, ids, to=to, local_approve=local_approve, by=by)
+    for proposal in proposals:
+        out(f"proposed {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (outbox draft)")
+    out("next: open-memex submit " + " ".join(p.copy.id for p in proposals))
+    return 0
+
+
+def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, note_: Annotated[str | None, Parameter(name="--note")] = None,
+            by: str | None = None) -> int:  # fmt: skip
+    """Move a project memory one step up the review ladder (proposed → approved → published),
+    or reject it (a note is required), or resubmit a rejected one.
+
+    Parameters
+    ----------
+    memory_id
+        The memory to promote.
+    reject
+        Reject it (from proposed or approved); needs --note.
+    resubmit
+        Send a rejected memory back to proposed.
+    note_
+        Why (recorded in review_history).
+    by
+        Reviewer name (default: git user.name).
+    """
+    from ..review import promote as run_promote
+
+    with _context() as ctx:
+        change = run_promote(ctx, memory_id, reject=reject, resubmit=resubmit, note=note_, by=by)
+    out(f"promote {change.memory.id}: {change.old} → {change.new}")
+    for entry in change.memory.review_history:
+        out(f"  {entry.get('at')}  {entry.get('by')}: {entry.get('from')} → {entry.get('to')}"
+            + (f"  ({entry['note']})" if entry.get("note") else ""))  # fmt: skip
+    if change.in_repo:
+        note("this memory lives in the repository: commit and push the change so the team sees it")
+    return 0
+
+
+def resolve(target: str | None = None, /) -> int:
+    """List conflicted memory files, or merge one field by field.
+
+    During a conflicted `git merge` or `git rebase`: tags, aliases and review histories are
+    unioned, updated_at takes the latest, other fields merge 3-way, the review state keeps
+    the further step but never drops a rejection, and the text merges when only one side
+    changed it (or the line merge is clean). The merged file is staged, so `git commit`
+    concludes the merge. Anything else is a semantic conflict: the file is left untouched
+    and the command exits 3.
+
+    Parameters
+    ----------
+    target
+        A conflicted memory file (path or id); omit to list them.
+    """
+    from ..errors import ConflictError
+    from ..git.repo import open_repo
+    from ..git.resolve import conflicted_memory_files, resolve as run_resolve
+
+    with _context() as ctx:
+        if target is None:
+            paths = conflicted_memory_files(open_repo(ctx))
+            if not paths:
+                out("(no conflicted memory files)")
+            for path in paths:
+                out(path)
+            return 0
+        report = run_resolve(ctx, target)
+    if report.outcome.clean:
+        merged = f"  auto-merged: {', '.join(report.auto)}" if report.auto else ""
+        out(f"resolved {report.path}{merged}")
+        out("staged; finish with `git commit` (or `git rebase --continue`)")
+        return 0
+    lines = [f"{report.path}: semantic conflict — left untouched ({report.labels[0]} vs {report.labels[1]}):"]
+    lines += [f"  {c}" for c in report.outcome.conflicts]
+    lines.append("decide by editing the file, then `git add` it")
+    raise ConflictError("\n".join(lines))
+
+
+def merge_driver(base: str, ours: str, theirs: str, path: str = "", /) -> int:
+    """Git merge driver (`merge.openmemex.driver`): merges one memory file inside git merge.
+
+    Parameters
+    ----------
+    base
+        %O — the common ancestor's file.
+    ours
+        %A — our version; the result is written here.
+    theirs
+        %B — their version.
+    path
+        %P — the path in the repository.
+    """
+    from ..git.resolve import merge_driver as run_driver
+
+    return run_driver(base, ours, theirs, path or ours)
+
+
+def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", negative="")] = True) -> int:
+    """Set up this clone: the field-level merge driver for memory files (idempotent).
+
+    Writes `*.md merge=openmemex` into <memoryDir>/.gitattributes (commit it so teammates
+    get it too) and this clone's `merge.openmemex.driver`. A driver configured by someone
+    else is left alone.
+
+    Parameters
+    ----------
+    merge_driver_
+        Configure the merge driver (default).
+    """
+    from ..git.resolve import setup_merge_driver
+
+    if not merge_driver_:
+        out("nothing to set up")
+        return 0
+    with _context() as ctx:
+        report = setup_merge_driver(ctx)
+    out(f"{'wrote' if report.attributes_changed else 'kept'} {report.attributes}")
+    if report.driver_kept:
+        note(f"merge.openmemex.driver is already set to {report.driver_kept!r}; left unchanged")
+    else:
+        out("merge.openmemex.driver " + ("configured for this clone" if report.driver_set else "already configured"))
+    if report.attributes_changed:
+        out("next: commit the .gitattributes file so every clone uses the driver")
+    return 0
+
+
+def pr_status(*, apply: Flag = False, api_url: str | None = None, json: Flag = False) -> int:
+    """Map the branch's GitHub pull request onto the review state of its memories.
+
+    Merged → published; approved → approved (approved_by = reviewer login); changes
+    requested → a suggestion only; a local rejection is never overridden. Report only unless
+    --apply, which changes the files locally (no commit, no push). Token: GH_TOKEN,
+    GITHUB_TOKEN, or `gh auth token`.
+
+    Parameters
+    ----------
+    apply
+        Write the transitions into the memory files.
+    api_url
+        GitHub Enterprise API URL, e.g. https://ghe.example.com/api/v3.
+    json
+        Print one JSON document.
+    """
+    from ..git.pr_status import pr_status as run_pr_status, render
+
+    with _context() as ctx:
+        report = run_pr_status(ctx, apply=apply, api_url=api_url)
+    if json:
+        emit_json(report.to_json())
+    else:
+        out(render(report))
+    return 0

@@ -1,0 +1,520 @@
+"""``pr-status``: map the branch PR's GitHub state onto each in-repo memory (D32).
+
+* PR merged → ``published`` (a ``proposed`` memory steps through ``approved`` first; each
+  step is its own ``review_history`` entry);
+* PR approved (every reviewer's latest non-COMMENTED review is APPROVED, at least one) →
+  ``approved`` with ``approved_by`` = the approving logins (only from ``proposed``);
+* changes requested → a suggestion only, naming the exact ``promote --reject`` command;
+* a memory the team rejected locally keeps ``rejected``; ``published`` stays published;
+  drafts are reported as not submitted.
+
+Report by default; ``apply=True`` writes the transitions to the working tree (file, then
+index). Nothing is committed or pushed (D27). PyGithub and pygit2 are imported lazily so
+importing this module stays cheap.
+
+``PrReport.to_json()`` (``pr-status --json``)::
+
+    {"branch", "remote", "repo", "api_url",
+     "pr": {"number", "state", "merged", "merged_by", "url", "reviews": [{"login", "state"}]},
+     "memories": [{"id", "path", "from", "to", "action", "note"}],
+     "applied": bool}
+
+``action`` is one of ``approve`` / ``publish`` (a transition; ``to`` is the final state),
+``suggest-reject``, ``kept`` (local rejection), ``not-submitted`` (draft), ``unchanged``
+or ``skipped`` (unreadable file, personal memory); ``to`` is null when nothing changes.
+``reviews`` lists each reviewer once with the state that counts (their latest
+non-COMMENTED review, else COMMENTED).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemexError
+from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ..index import Folder
+    from ..model import Memory
+    from .repo import GitRepo
+
+API_TIMEOUT = 30  # seconds per HTTP request
+GH_TIMEOUT = 10.0  # seconds for `gh auth token`
+DECISIVE = ("APPROVED", "CHANGES_REQUESTED", "DISMISSED")  # COMMENTED/PENDING change nothing
+TRANSITIONS = ("approve", "publish")
+
+
+# -- tokens ------------------------------------------------------------------------------
+def resolve_token(host: str = GITHUB_HOST) -> str | None:
+    """A token for ``host``: ``GH_TOKEN``, ``GITHUB_TOKEN``, then (GitHub Enterprise hosts)
+    ``GH_ENTERPRISE_TOKEN`` / ``GITHUB_ENTERPRISE_TOKEN``, then ``gh auth token`` when the
+    GitHub CLI is installed. Tokens are never read from or written to git config."""
+    names = ["GH_TOKEN", "GITHUB_TOKEN"]
+    if host.lower() != GITHUB_HOST:
+        names += ["GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"]
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return _gh_cli_token(host)
+
+
+def _gh_cli_token(host: str) -> str | None:
+    gh = shutil.which("gh")
+    if gh is None:
+        return None
+    args = [gh, "auth", "token"]
+    if host.lower() != GITHUB_HOST:
+        args += ["--hostname", host]
+    try:
+        proc = subprocess.run(
+            args, capture_output=True, text=True, timeout=GH_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    token = proc.stdout.strip() if proc.returncode == 0 else ""
+    return token.splitlines()[0].strip() if token else None
+
+
+def _no_token_error(host: str) -> MemexError:
+    if host == GITHUB_HOST:
+        step = "set GH_TOKEN (or GITHUB_TOKEN) to a token that can read the repository, or run `gh auth login`"
+    else:
+        step = f"set GH_ENTERPRISE_TOKEN (or GH_TOKEN) for {host}, or run `gh auth login --hostname {host}`"
+    return MemexError(f"no GitHub token for {host} — {step}")
+
+
+# -- the report --------------------------------------------------------------------------
+@dataclass
+class Review:
+    login: str
+    state: str
+
+
+@dataclass
+class PullRequestInfo:
+    number: int
+    state: str  # GitHub's: open | closed
+    merged: bool
+    url: str
+    reviews: list[Review] = field(default_factory=list)
+    approvers: list[str] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    merged_by: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number, "state": self.state, "merged": self.merged,
+            "merged_by": self.merged_by, "url": self.url,
+            "reviews": [{"login": r.login, "state": r.state} for r in self.reviews],
+        }  # fmt: skip
+
+
+@dataclass
+class Step:
+    to: str
+    by: str
+    note: str
+
+
+@dataclass
+class MemoryOutcome:
+    id: str
+    path: str  # posix, relative to the work tree
+    from_state: str | None
+    to_state: str | None  # the final state of a transition, None when nothing changes
+    action: str
+    note: str = ""
+    steps: list[Step] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "from": self.from_state, "to": self.to_state,
+                "action": self.action, "note": self.note}  # fmt: skip
+
+
+@dataclass
+class PrReport:
+    branch: str
+    remote: str
+    repo: str
+    api_url: str
+    pr: PullRequestInfo
+    memories: list[MemoryOutcome]
+    applied: bool
+    from_pr_files: bool  # False: the PR touched no local memory file; all pending ones shown
+    memory_dir: str = ".ai/open-memex"
+
+    @property
+    def transitions(self) -> list[MemoryOutcome]:
+        return [m for m in self.memories if m.action in TRANSITIONS]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "branch": self.branch, "remote": self.remote, "repo": self.repo, "api_url": self.api_url,
+            "pr": self.pr.to_json(), "memories": [m.to_json() for m in self.memories],
+            "applied": self.applied,
+        }  # fmt: skip
+
+
+def render(report: PrReport) -> str:
+    """The report for people (``pr-status`` without ``--json``)."""
+    pr = report.pr
+    shown_state = "merged" if pr.merged else pr.state
+    lines = [f"branch {report.branch} on {report.repo} (remote {report.remote})",
+             f"PR #{pr.number} ({shown_state}): {pr.url}"]  # fmt: skip
+    if pr.merged and pr.merged_by:
+        lines[-1] += f" — merged by {pr.merged_by}"
+    reviews = ", ".join(f"{r.login} {r.state}" for r in pr.reviews) or "none yet"
+    lines.append(f"reviews: {reviews}")
+    if report.from_pr_files:
+        lines.append("memories in this PR:")
+    else:
+        lines.append("memories (the PR changes no memory file; in-repo proposed/approved ones):")
+    if not report.memories:
+        lines.append("  none")
+    for m in report.memories:
+        lines.append(f"  {m.id}  {_describe(m)}")
+    count = len(report.transitions)
+    plural = "transition" if count == 1 else "transitions"
+    if count == 0:
+        lines.append("nothing to apply")
+    elif report.applied:
+        lines.append(
+            f"applied {count} {plural} locally — nothing was committed or pushed; review, commit and push "
+            f"them yourself (git add {report.memory_dir} && git commit)"
+        )
+    else:
+        lines.append(f"report only — re-run with --apply to write the {count} {plural} above locally")
+    return "\n".join(lines)
+
+
+def _describe(m: MemoryOutcome) -> str:
+    if m.action in TRANSITIONS:
+        chain = " → ".join([m.from_state or "?", *(s.to for s in m.steps)])
+        return f"{chain} ({m.note})"
+    if m.action == "kept":
+        return "rejected (kept: a local rejection is never overridden)"
+    if m.action == "suggest-reject":
+        return m.note
+    if m.action == "not-submitted":
+        return f"draft ({m.note})"
+    if m.action == "skipped":
+        return f"skipped ({m.note})"
+    return f"{m.from_state} ({m.note})"
+
+
+# -- mapping (pure) ----------------------------------------------------------------------
+def review_decision(
+    reviews: Sequence[tuple[str, str, datetime | None]],
+) -> tuple[list[Review], list[str], list[str]]:
+    """``(login, state, submitted_at)`` in API order → (per-reviewer view, approvers, blockers).
+
+    A reviewer's latest APPROVED / CHANGES_REQUESTED / DISMISSED review counts; COMMENTED
+    and PENDING ones do not change it ("changes requested, then approved" is approved)."""
+    epoch = datetime.min.replace(tzinfo=UTC)
+    ordered = sorted(
+        enumerate(reviews),
+        key=lambda item: (_aware(item[1][2]) or epoch, item[0]),
+    )
+    seen: dict[str, str] = {}
+    for _, (login, state, _submitted) in ordered:
+        if state == "PENDING":
+            continue
+        if state in DECISIVE:
+            seen[login] = state
+        else:
+            seen.setdefault(login, state)
+    view = [Review(login, state) for login, state in seen.items()]
+    approvers = sorted(login for login, state in seen.items() if state == "APPROVED")
+    blockers = sorted(login for login, state in seen.items() if state == "CHANGES_REQUESTED")
+    return view, approvers, blockers
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def plan(memory: Memory, path: str, pr: PullRequestInfo) -> MemoryOutcome:
+    """What the PR's state means for one memory (D32)."""
+    state = memory.review_state
+    out = MemoryOutcome(memory.id, path, state, None, "unchanged")
+    if memory.scope == "personal":
+        out.action, out.note = "skipped", "a personal memory is never reviewed"
+    elif state == "rejected":
+        out.action, out.note = "kept", "a local rejection is never overridden"
+    elif state == "draft":
+        out.action, out.note = "not-submitted", "not submitted"
+    elif state == "published":
+        out.note = "already published"
+    elif pr.merged:
+        merger = pr.merged_by or (", ".join(pr.approvers) if pr.approvers else "github")
+        if state == "proposed":
+            approvers = ", ".join(pr.approvers) or merger
+            out.steps.append(Step("approved", approvers, f"PR #{pr.number} merged (approved by {approvers})"))
+        out.steps.append(Step("published", merger, f"PR #{pr.number} merged by {merger}"))
+        out.action, out.to_state = "publish", "published"
+        out.note = f"merged by {merger}"
+    elif pr.state != "open":
+        out.note = f"PR #{pr.number} was closed without merging — no change"
+    elif pr.blockers:
+        who = ", ".join(pr.blockers)
+        reason = f"changes requested by {who} on PR #{pr.number}"
+        out.action = "suggest-reject"
+        out.note = (
+            f"changes requested by {who} — suggestion: open-memex promote {memory.id} --reject "
+            f'--note "{reason}" (or revise it and push again)'
+        )
+    elif pr.approvers:
+        if state == "proposed":
+            approvers = ", ".join(pr.approvers)
+            out.steps.append(Step("approved", approvers, f"PR #{pr.number} approved on GitHub by {approvers}"))
+            out.action, out.to_state, out.note = "approve", "approved", f"approved by {approvers}"
+        else:
+            out.note = "already approved"
+    else:
+        out.note = "awaiting review"
+    return out
+
+
+# -- the command -------------------------------------------------------------------------
+def pr_status(ctx: Context, apply: bool = False, api_url: str | None = None) -> PrReport:
+    """Look up the current branch's PR and map its state onto the in-repo memories."""
+    from .repo import open_repo
+
+    gitrepo = open_repo(ctx)
+    branch = gitrepo.branch
+    if branch is None:
+        raise MemexError("HEAD is detached — switch to the branch of your pull request first: git switch <branch>")
+    remote_name, remote_url, head_ref = _remote_for(gitrepo, branch)
+    remote = parse_remote(remote_url)
+    if remote is None:
+        raise MemexError(
+            f"remote {remote_name} ({redact_url(remote_url)}) is not a GitHub remote — "
+            "pr-status needs a github.com or GitHub Enterprise remote"
+        )
+    api = _api_url(ctx, remote, api_url)
+    token = resolve_token(remote.host)
+    if not token:
+        raise _no_token_error(remote.host)
+    folder = _repo_folder(ctx)
+    pr, files = _fetch(api, token, remote, head_ref, remote_name)
+    outcomes, from_files = _outcomes(ctx, folder, gitrepo.memory_rel, files, pr)
+    if apply:
+        _apply(ctx, folder, outcomes)
+    return PrReport(branch, remote_name, remote.slug, api, pr, outcomes, apply, from_files, gitrepo.memory_rel)
+
+
+def run_cli(apply: bool = False, as_json: bool = False, api_url: str | None = None,
+            cwd: Path | None = None) -> int:  # fmt: skip
+    """``open-memex pr-status [--apply] [--json]``: print the report, return the exit code.
+    A ``MemexError`` propagates to the CLI's error handler (one line, exit 1)."""
+    import json
+    import sys
+
+    from ..context import Context
+
+    with Context.load(cwd) as ctx:
+        report = pr_status(ctx, apply=apply, api_url=api_url)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(render(report) + "\n")
+    return 0
+
+
+def _remote_for(gitrepo: GitRepo, branch: str) -> tuple[str, str, str]:
+    """(remote name, URL, branch name on that remote): the branch's upstream remote, else
+    ``origin`` (else the only remote)."""
+    repo = gitrepo.repo
+    config = repo.config
+    names = [str(r.name) for r in repo.remotes]
+    upstream = _config_get(config, f"branch.{branch}.remote")
+    if upstream and upstream in names:
+        name = upstream
+    elif "origin" in names:
+        name = "origin"
+    elif len(names) == 1:
+        name = names[0]
+    else:
+        raise MemexError(
+            "no remote named origin — add it: git remote add origin git@github.com:OWNER/REPO.git"
+            if not names
+            else f"branch {branch} has no upstream and there is no origin remote — run: git push -u <remote> {branch}"
+        )
+    url = repo.remotes[name].url
+    if not url:
+        raise MemexError(f"remote {name} has no URL — run: git remote set-url {name} <url>")
+    head = branch
+    merge = _config_get(config, f"branch.{branch}.merge")
+    if name == upstream and merge and merge.startswith("refs/heads/"):
+        head = merge.removeprefix("refs/heads/")
+    return name, str(url), head
+
+
+def _config_get(config: Any, key: str) -> str | None:
+    try:
+        value = config[key]
+    except (KeyError, ValueError):
+        return None
+    return str(value) if value else None
+
+
+def _api_url(ctx: Context, remote: RemoteRepo, explicit: str | None) -> str:
+    """The ``api_url`` argument, else config ``github.apiUrl``, else derived from the host."""
+    if explicit and explicit.strip():
+        return explicit.strip().rstrip("/")
+    github_cfg = ctx.config.values.get("github")
+    configured = github_cfg.get("apiUrl") if isinstance(github_cfg, dict) else None
+    if isinstance(configured, str) and configured.strip():
+        return configured.strip().rstrip("/")
+    return remote.api_url
+
+
+def _repo_folder(ctx: Context) -> Folder:
+    for folder in ctx.folders("project"):
+        if folder.location == "repo":
+            return folder
+    raise MemexError(f"{ctx.cwd} is not inside a git repository — run this in your project's clone")
+
+
+def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
+           remote_name: str) -> tuple[PullRequestInfo, list[tuple[str, str]]]:  # fmt: skip
+    """The newest PR for ``owner:head_ref``, its reviews and its changed files
+    (``(filename, status)``). GitHub failures become one-line ``MemexError``s."""
+    import github
+    from github import Auth, Github
+
+    client = Github(
+        auth=Auth.Token(token), base_url=api, retry=None, timeout=API_TIMEOUT,
+        seconds_between_requests=0, seconds_between_writes=0,
+    )  # fmt: skip
+    try:
+        gh_repo = client.get_repo(remote.slug, lazy=True)
+        pulls = list(gh_repo.get_pulls(state="all", head=f"{remote.owner}:{head_ref}"))
+        if not pulls:
+            raise MemexError(
+                f"no pull request for branch {head_ref} on {remote.slug} — push and open one: "
+                f"git push -u {remote_name} {head_ref} && gh pr create --head {head_ref}"
+            )
+        pull = max(pulls, key=_newest)
+        raw_reviews = [
+            (r.user.login if r.user is not None else "ghost", str(r.state), r.submitted_at)
+            for r in pull.get_reviews()
+        ]
+        view, approvers, blockers = review_decision(raw_reviews)
+        merged = pull.merged_at is not None
+        merged_by = None
+        if merged:
+            user = pull.merged_by  # not in the list payload: one GET of the PR
+            merged_by = user.login if user is not None else None
+        files = [(str(f.filename), str(f.status)) for f in pull.get_files()]
+        info = PullRequestInfo(
+            number=int(pull.number), state=str(pull.state), merged=merged,
+            url=str(pull.html_url or pull.url), reviews=view, approvers=approvers,
+            blockers=blockers, merged_by=merged_by,
+        )  # fmt: skip
+    except github.BadCredentialsException:
+        raise MemexError(
+            f"GitHub at {api} rejected the token (401 bad credentials) — set a valid GH_TOKEN or run `gh auth login`"
+        ) from None
+    except github.RateLimitExceededException:
+        raise MemexError(f"GitHub API rate limit exceeded at {api} — wait a while and run pr-status again") from None
+    except github.UnknownObjectException:
+        raise MemexError(
+            f"{remote.slug} was not found at {api} (404) — check the remote URL, github.apiUrl, "
+            "and that the token can read this repository"
+        ) from None
+    except github.GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        raise MemexError(f"GitHub API error {exc.status} at {api}: {message or exc}") from None
+    except OSError as exc:  # requests' RequestException (connection refused, timeout, TLS) is one
+        raise MemexError(
+            f"cannot reach the GitHub API at {api} ({type(exc).__name__}) — check the network or github.apiUrl"
+        ) from None
+    finally:
+        client.close()
+    return info, files
+
+
+def _newest(pull: Any) -> tuple[float, int]:
+    created = _aware(pull.created_at)
+    return (created.timestamp() if created is not None else 0.0, int(pull.number))
+
+
+def _outcomes(ctx: Context, folder: Folder, memory_rel: str, files: list[tuple[str, str]],
+              pr: PullRequestInfo) -> tuple[list[MemoryOutcome], bool]:  # fmt: skip
+    """Outcomes for the PR's memory files that exist locally; when there are none, for
+    every in-repo memory still under review (proposed or approved)."""
+    from .. import store
+    from ..memfile import MemoryFileError, read_memory
+
+    rel_dir = PurePosixPath(memory_rel)
+    names = sorted(
+        {
+            PurePosixPath(name).name
+            for name, status in files
+            if status != "removed"
+            and PurePosixPath(name).parent == rel_dir
+            and name.endswith(".md")
+            and not PurePosixPath(name).name.startswith(".")
+        }
+    )
+    paths = [folder.path / n for n in names if (folder.path / n).is_file()]
+    out: list[MemoryOutcome] = []
+    key = ctx.project.key
+    if paths:
+        for path in paths:
+            rel = f"{memory_rel}/{path.name}"
+            try:
+                memory = read_memory(path, key)
+            except MemoryFileError as exc:
+                out.append(MemoryOutcome(path.stem, rel, None, None, "skipped", f"unreadable: {exc}"))
+                continue
+            out.append(plan(memory, rel, pr))
+        return out, True
+    for path in store.memory_files(folder.path):
+        try:
+            memory = read_memory(path, key)
+        except MemoryFileError:
+            continue  # reported by reindex/audit; nothing to map
+        if memory.review_state in ("proposed", "approved"):
+            out.append(plan(memory, f"{memory_rel}/{path.name}", pr))
+    return out, False
+
+
+def _apply(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -> None:
+    """Write each planned transition: re-read every file first (all-or-nothing check),
+    then step through the ladder, save atomically, index. Working-tree edits only."""
+    from .. import index, store
+    from ..memfile import MemoryFileError, read_memory
+    from ..review import apply_transition
+
+    todo: list[tuple[Memory, MemoryOutcome]] = []
+    for outcome in outcomes:
+        if outcome.action not in TRANSITIONS:
+            continue
+        try:
+            memory = read_memory(folder.path / PurePosixPath(outcome.path).name, ctx.project.key)
+        except MemoryFileError as exc:
+            raise MemexError(f"{outcome.path} became unreadable while pr-status ran ({exc}); nothing was written") from None
+        if memory.review_state != outcome.from_state:
+            raise MemexError(
+                f"{memory.id} changed while pr-status ran ({outcome.from_state} → {memory.review_state}); "
+                "nothing was written — run it again"
+            )
+        todo.append((memory, outcome))
+    for memory, outcome in todo:
+        for step in outcome.steps:
+            apply_transition(memory, step.to, step.by, step.note)
+        store.save(memory, folder.path)
+        index.upsert(ctx.conn, memory, folder)

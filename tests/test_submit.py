@@ -1,0 +1,123 @@
+"""submit: outbox → repository, one commit with only our files (checked with the git CLI)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import git, run_process
+
+ID = re.compile(r"\b[0-7][0-9A-HJKMNP-TV-Z]{25}\b")
+
+
+def draft(cli: Any, text: str) -> str:
+    result = cli("add", text, "--json")
+    assert result.rc == 0, result.err
+    return str(json.loads(result.out)["id"])
+
+
+def test_submit_commits_only_memory_files(cli: Any, git_repo: Path) -> None:
+    (git_repo / "src.py").write_text("print('user work')\n")
+    git("add", "src.py", cwd=git_repo)
+    (git_repo / "scratch.txt").write_text("untracked\n")
+    a = draft(cli, "Use idempotency keys for payment retries")
+    b = draft(cli, "Staging deploys need the VPN")
+    head_before = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    result = cli("submit", a, b)
+    assert result.rc == 0, result.err
+    assert f"submitted {a} [proposed]" in result.out and "on main" in result.out
+    files = git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split()
+    assert sorted(files) == sorted([".ai/open-memex/.gitattributes", f".ai/open-memex/{a}.md", f".ai/open-memex/{b}.md"])
+    assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head_before
+    assert re.match(r"mem: submit 2 memories for review", git("log", "-1", "--format=%s", cwd=git_repo))
+    status = git("status", "--porcelain", cwd=git_repo)
+    assert "A  src.py" in status and "?? scratch.txt" in status
+    assert ".ai/open-memex" not in status  # our files are committed and the index matches
+    git("fsck", "--strict", cwd=git_repo)
+    committed = git("show", f"HEAD:.ai/open-memex/{a}.md", cwd=git_repo)
+    assert "review_state: proposed" in committed and "submitted to branch main" in committed
+    # the outbox copy is gone, the memory is found in the repo copy
+    shown = json.loads(cli("show", a, "--json").out)
+    assert shown["location"] == "repo" and shown["review_state"] == "proposed"
+    # idempotent
+    again = cli("submit", a, b)
+    assert again.rc == 0 and "already in the repository" in again.out
+    assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head_before
+
+
+def test_submit_is_all_or_nothing(cli: Any, git_repo: Path) -> None:
+    a = draft(cli, "a valid draft about caching")
+    result = cli("submit", a, "01ZZZZZZZZZZZZZZZZZZZZZZZZ")
+    assert result.rc == 1 and "no project memory" in result.err
+    assert git("rev-list", "--count", "HEAD", cwd=git_repo).strip() == "1"
+    assert not (git_repo / ".ai").exists()
+
+
+def test_submit_refuses_hand_edited_secret(cli: Any, git_repo: Path, data_root: Path) -> None:
+    a = draft(cli, "deploy credentials live in the vault")
+    path = next(data_root.rglob(f"{a}.md"))
+    path.write_text(path.read_text().replace("live in the vault", "are AKIA" + "ABCDEFGHIJKLMNOP"))
+    result = cli("submit", a)
+    assert result.rc == 1 and "possible secret (aws-access-key-id)" in result.err
+    assert git("rev-list", "--count", "HEAD", cwd=git_repo).strip() == "1"
+
+
+def test_submit_with_branch_and_from_subdirectory(git_repo: Path, cli: Any) -> None:
+    a = draft(cli, "feature flags are read at boot")
+    sub = git_repo / "pkg" / "inner"
+    sub.mkdir(parents=True)
+    result = run_process("submit", a, "--branch", "mem/flags", cwd=sub)
+    assert result.rc == 0, result.err
+    assert git("rev-parse", "--abbrev-ref", "HEAD", cwd=git_repo).strip() == "mem/flags"
+    assert f".ai/open-memex/{a}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
+
+
+def test_gpgsign_is_not_silently_ignored(cli: Any, git_repo: Path) -> None:
+    git("config", "commit.gpgsign", "true", cwd=git_repo)
+    a = draft(cli, "signed commits are required here")
+    refused = cli("submit", a)
+    assert refused.rc == 1 and "commit.gpgsign" in refused.err
+    assert cli("submit", a, "--allow-unsigned").rc == 0
+
+
+def test_submit_outside_a_repository(cli: Any) -> None:
+    a = draft(cli, "no repository here")
+    result = cli("submit", a)
+    assert result.rc == 1 and "not inside a git repository" in result.err
+
+
+def test_sync_status(cli: Any, git_repo: Path) -> None:
+    a = draft(cli, "first outbox draft")
+    b = draft(cli, "second outbox draft")
+    cli("submit", a)
+    (git_repo / ".ai" / "open-memex" / "01ZZZZZZZZZZZZZZZZZZZZZZZZ.md").write_text("hand made\n")
+    text = cli("sync-status").out
+    assert "outbox (local drafts, not in the repo yet): 1" in text and b in text
+    assert "(1 proposed)" in text
+    assert "untracked" in text and "next: open-memex submit " + b in text
+    doc = json.loads(cli("sync-status", "--json").out)
+    assert [i["id"] for i in doc["outbox"]] == [b] and doc["repo"]["counts"] == {"proposed": 1}
+    assert doc["last_sync"] is not None
+
+
+@pytest.mark.parametrize("cmd", [("-h",), ("submit", "--help")])
+def test_git_memex_help(git_repo: Path, cmd: tuple[str, ...], tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "git-memex"
+    script.write_text(f"#!{sys.executable}\nfrom openmemex.cli.app import git_main\ngit_main()\n")
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    assert shutil.which("git", path=env["PATH"])
+    proc = subprocess.run(["git", "memex", *cmd], cwd=git_repo, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage" in proc.stdout
