@@ -48,3 +48,22 @@ def test_schema_ships_in_the_package() -> None:
     from openmemex.schema import schema
 
     assert schema()["properties"]["type"]["enum"][0] == "fact"
+
+
+def test_doctor_and_man_page(cli: object, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from openmemex.doctor import manpath
+
+    page = manpath() / "man1" / "git-memex.1"
+    assert page.is_file() and page.read_text().startswith(".TH GIT-MEMEX 1")
+    result = cli("doctor", "--json")  # type: ignore[operator]
+    doc = json.loads(result.out)
+    man = next(c for c in doc["checks"] if c["name"] == "man page")
+    assert str(manpath()) in man["detail"]
+    assert result.rc == 0 and doc["ok"]
+    if shutil.which("man"):
+        env = {"MANPATH": str(manpath()), "PATH": "/usr/bin:/bin"}
+        proc = subprocess.run(["man", "-w", "git-memex"], env=env, capture_output=True, text=True)
+        assert proc.stdout.strip() == str(page)

@@ -38,7 +38,7 @@ for command in (
     memories.add, memories.search, memories.list_, memories.show, memories.supersede,
     memories.status, memories.forget,
     store_cmds.where, store_cmds.scopes, store_cmds.reindex, store_cmds.migrate,
-    store_cmds.config, store_cmds.redact,
+    store_cmds.config, store_cmds.redact, store_cmds.doctor,
     git_cmds.submit, git_cmds.pull, git_cmds.push, git_cmds.sync_status, git_cmds.propose,
     git_cmds.promote, git_cmds.resolve, git_cmds.merge_driver, git_cmds.pr_status, git_cmds.setup,
 ):  # fmt: skip

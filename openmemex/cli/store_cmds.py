@@ -30,11 +30,12 @@ def where(*, json: Flag = False) -> int:
             "outbox": str(ctx.outbox_dir),
             "repo_dir": str(ctx.repo_dir) if ctx.repo_dir else None,
             "personal": paths.PERSONAL_KEY,
+            "manpath": str(Path(__file__).resolve().parent.parent / "man"),
         }
     if json:
         emit_json(info)
         return 0
-    for key in ("root", "config", "memories", "index", "project", "outbox", "repo_dir", "personal"):
+    for key in ("root", "config", "memories", "index", "project", "outbox", "repo_dir", "personal", "manpath"):
         value = info[key]
         if key == "repo_dir" and value is None:
             value = "(not in a git repository)"
@@ -175,3 +176,22 @@ def redact(source: Annotated[str | None, Parameter(allow_leading_hyphen=True)] =
     if result.rules:
         note(f"masked: {', '.join(result.rules)}")
     return 0
+
+
+def doctor(*, json: Flag = False) -> int:
+    """Check the environment: storage, SQLite locking, YAML speed, unreadable memory files,
+    git, and how to make `git memex --help` find the man page."""
+    from ..context import Context
+    from ..doctor import run_checks
+
+    with Context.load() as ctx:
+        checks = run_checks(ctx)
+    failed = [c for c in checks if not c.ok and c.name not in ("git memex", "man page")]
+    if json:
+        emit_json({"ok": not failed, "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks]})
+        return 1 if failed else 0
+    for check in checks:
+        mark = "ok  " if check.ok else ("FAIL" if check in failed else "note")
+        out(f"  {mark} {check.name}: {check.detail}")
+    out("All checks passed." if not failed else "Some checks failed — see above.")
+    return 1 if failed else 0

@@ -1,0 +1,63 @@
+"""Health checks of the environment (not of the memories — that is ``audit``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import index, paths
+from .context import Context
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def manpath() -> Path:
+    return Path(__file__).resolve().parent / "man"
+
+
+def run_checks(ctx: Context) -> list[Check]:
+    checks: list[Check] = []
+    checks.append(Check("python", sys.version_info >= (3, 11), sys.version.split()[0]))
+    try:
+        ctx.root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=ctx.root, prefix=".doctor-"):
+            pass
+        checks.append(Check("storage", True, f"{ctx.root} is writable (from {paths.data_root_source()})"))
+    except OSError as exc:
+        checks.append(Check("storage", False, f"{ctx.root}: {exc.strerror} — set OPEN_MEMEX_HOME to a writable folder"))
+    import yaml
+
+    checks.append(Check("yaml", bool(getattr(yaml, "__with_libyaml__", False)),
+                        "libyaml C loader" if getattr(yaml, "__with_libyaml__", False) else
+                        "pure-Python YAML (slow) — reinstall PyYAML from a wheel"))  # fmt: skip
+    conn = ctx.conn
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    checks.append(Check("locking", mode == "wal" and timeout >= 1000, f"journal_mode={mode}, busy_timeout={timeout} ms"))
+    ctx.sync("all")
+    bad = index.quarantined(conn)
+    checks.append(Check("memory files", not bad, "all readable" if not bad else
+                        f"{len(bad)} skipped: " + "; ".join(f"{p}: {r}" for p, r in bad[:5])))  # fmt: skip
+    git = shutil.which("git")
+    transport = ctx.config.values.get("sync", {}).get("transport", "auto")
+    checks.append(Check("git", git is not None or transport == "pygit2",
+                        f"{git} (sync.transport={transport})" if git else
+                        "no git on PATH — fetch/push use the in-process pygit2 transport"))  # fmt: skip
+    checks.append(Check("git memex", shutil.which("git-memex") is not None,
+                        "git-memex is on PATH" if shutil.which("git-memex") else
+                        "git-memex is not on PATH — add the folder of the open-memex script to PATH"))  # fmt: skip
+    man_dirs = [d for d in os.environ.get("MANPATH", "").split(os.pathsep) if d]
+    on_manpath = str(manpath()) in man_dirs
+    checks.append(Check("man page", on_manpath, "git memex --help finds git-memex.1" if on_manpath else
+                        f"for `git memex --help`: export MANPATH=\"{manpath()}:$MANPATH\" "
+                        "(git memex -h always works)"))  # fmt: skip
+    return checks
