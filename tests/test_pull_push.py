@@ -1,0 +1,222 @@
+"""pull (fetch + fast-forward only) and push, over both transport backends, checked with git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import git
+from tests.gitservers import bare_remote, git_daemon, install_pre_receive
+
+BACKENDS = ["git", "pygit2"]
+
+
+def clone(url: str, dest: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", url, str(dest)], check=True, capture_output=True)
+    return dest
+
+
+def commit_file(repo: Path, name: str, text: str, message: str = "change") -> str:
+    path = repo / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    git("add", name, cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo)
+    return git("rev-parse", "HEAD", cwd=repo).strip()
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """A bare remote with one commit and two clones; cwd is the first clone."""
+    remote = bare_remote(tmp_path / "remote.git")
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    git("init", "-q", "-b", "main", cwd=seed)
+    commit_file(seed, "README.md", "hello\n", "initial")
+    commit_file(seed, "notes.txt", "line\n", "notes")
+    git("push", "-q", str(remote), "main", cwd=seed)
+    alice = clone(f"file://{remote}", tmp_path / "alice")
+    bob = clone(f"file://{remote}", tmp_path / "bob")
+    monkeypatch.chdir(alice)
+    return remote, alice, bob
+
+
+def use(cli: Any, backend: str) -> None:
+    assert cli("config", "set", "sync.transport", backend).rc == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_up_to_date(cli: Any, team: tuple[Path, Path, Path], backend: str) -> None:
+    use(cli, backend)
+    result = cli("pull")
+    assert result.rc == 0 and result.out.startswith("already up to date: main")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fast_forward_keeps_local_work(cli: Any, team: tuple[Path, Path, Path], backend: str) -> None:
+    _, alice, bob = team
+    use(cli, backend)
+    new = commit_file(bob, ".ai/open-memex/01M8MKWK0600T1RZG1FH1S8A9F.md", "x\n", "memory")
+    commit_file(bob, "README.md", "hello again\n", "readme")
+    new = git("rev-parse", "HEAD", cwd=bob).strip()
+    git("push", "-q", "origin", "main", cwd=bob)
+    old = git("rev-parse", "HEAD", cwd=alice).strip()
+    (alice / "notes.txt").write_text("line\nmy unstaged edit\n")
+    (alice / "staged.txt").write_text("staged\n")
+    git("add", "staged.txt", cwd=alice)
+    (alice / "untracked.txt").write_text("untracked\n")
+    result = cli("pull")
+    assert result.rc == 0, result.err
+    assert result.out.startswith(f"pulled main from origin: {old[:8]}..{new[:8]} (fast-forward)")
+    assert "files changed: 2 (1 memory files)" in result.out
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == new
+    assert (alice / "README.md").read_text() == "hello again\n"
+    status = git("status", "--porcelain", cwd=alice)
+    assert " M notes.txt" in status and "A  staged.txt" in status and "?? untracked.txt" in status
+    assert "pull: Fast-forward" in git("reflog", "-1", "main", cwd=alice)
+    git("fsck", cwd=alice)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diverged_is_refused(cli: Any, team: tuple[Path, Path, Path], backend: str) -> None:
+    _, alice, bob = team
+    use(cli, backend)
+    commit_file(bob, "b.txt", "bob\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    mine = commit_file(alice, "a.txt", "alice\n")
+    result = cli("pull")
+    assert result.rc == 1
+    assert "diverged (1 ahead, 1 behind)" in result.err and "nothing was changed" in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == mine
+    assert not (alice / "b.txt").exists()
+    assert git("status", "--porcelain", cwd=alice).strip() == ""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_local_edit_in_the_way_is_refused(cli: Any, team: tuple[Path, Path, Path], backend: str) -> None:
+    _, alice, bob = team
+    use(cli, backend)
+    commit_file(bob, "notes.txt", "line\nfrom bob\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    before = git("rev-parse", "HEAD", cwd=alice).strip()
+    (alice / "notes.txt").write_text("line\nmine, uncommitted\n")
+    result = cli("pull")
+    assert result.rc == 1 and "would be overwritten" in result.err and "nothing was changed" in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == before
+    assert (alice / "notes.txt").read_text() == "line\nmine, uncommitted\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_untracked_file_in_the_way_is_refused(cli: Any, team: tuple[Path, Path, Path], backend: str) -> None:
+    _, alice, bob = team
+    use(cli, backend)
+    commit_file(bob, "new.txt", "from bob\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    (alice / "new.txt").write_text("my own untracked file\n")
+    before = git("rev-parse", "HEAD", cwd=alice).strip()
+    result = cli("pull")
+    assert result.rc == 1 and "nothing was changed" in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == before
+    assert (alice / "new.txt").read_text() == "my own untracked file\n"
+
+
+def test_detached_head_and_no_upstream(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    _, alice, _ = team
+    git("checkout", "-q", "--detach", cwd=alice)
+    result = cli("pull")
+    assert result.rc == 1 and "HEAD is detached" in result.err
+    git("switch", "-q", "-c", "topic", cwd=alice)
+    result = cli("pull")
+    assert result.rc == 1 and "has no upstream" in result.err
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_push_sets_upstream_then_pull_in_teammate(cli: Any, team: tuple[Path, Path, Path], backend: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    remote, alice, bob = team
+    use(cli, backend)
+    git("switch", "-q", "-c", "mem/share", cwd=alice)
+    sha = commit_file(alice, "shared.txt", "hi\n")
+    result = cli("push")
+    assert result.rc == 0, result.err
+    assert result.out.startswith(f"pushed mem/share to origin @ {sha[:8]} (upstream set to origin/mem/share)")
+    assert git("--git-dir", str(remote), "rev-parse", "refs/heads/mem/share", cwd=alice).strip() == sha
+    assert git("rev-parse", "--abbrev-ref", "mem/share@{upstream}", cwd=alice).strip() == "origin/mem/share"
+    commit_file(alice, "shared.txt", "hi again\n")
+    assert cli("push").rc == 0
+    git("fetch", "-q", cwd=bob)
+    git("switch", "-q", "mem/share", cwd=bob)
+    monkeypatch.chdir(bob)
+    assert cli("pull").out.startswith("already up to date")
+
+
+def test_push_rejected_by_pre_receive_hook_git_backend(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    remote, alice, _ = team
+    use(cli, "git")
+    install_pre_receive(remote, "memory PRs need a ticket number")
+    before = git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip()
+    commit_file(alice, "x.txt", "x\n")
+    result = cli("push")
+    assert result.rc == 1 and "memory PRs need a ticket number" in result.err
+    assert git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip() == before
+
+
+def test_push_rejected_by_pre_receive_hook_pygit2_backend(cli: Any, team: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    remote, alice, _ = team
+    use(cli, "pygit2")
+    install_pre_receive(remote, "memory PRs need a ticket number")
+    before = git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip()
+    with git_daemon(tmp_path) as base:
+        git("remote", "set-url", "origin", f"{base}remote.git", cwd=alice)
+        commit_file(alice, "x.txt", "x\n")
+        result = cli("push")
+    assert result.rc == 1 and "memory PRs need a ticket number" in result.err
+    assert git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip() == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pull_and_push_over_smart_http_with_token(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  backend: str) -> None:  # fmt: skip
+    """A real smart-HTTP server (dulwich) on 127.0.0.1 that wants a token; the token comes
+    from the user's git credential helper, for both backends."""
+    import os
+    import shutil
+
+    from tests.gitservers import smart_http_server
+
+    token = "ghp_" + "T0k3n" * 7
+    gitconfig = tmp_path / "gitconfig"
+    shutil.copy(os.environ["GIT_CONFIG_GLOBAL"], gitconfig)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    remote = bare_remote(tmp_path / "remote.git")
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    git("init", "-q", "-b", "main", cwd=seed)
+    commit_file(seed, "README.md", "hello\n", "initial")
+    git("push", "-q", str(remote), "main", cwd=seed)
+    alice = clone(str(remote), tmp_path / "alice")
+    with smart_http_server({"acme/widgets.git": remote}, token=token) as base:
+        store = tmp_path / "credentials"
+        git("config", "--file", str(gitconfig), f"credential.{base}.helper", f"store --file={store}", cwd=tmp_path)
+        proto, _, host = base.partition("://")
+        subprocess.run(["git", "credential", "approve"], check=True, capture_output=True, text=True,
+                       input=f"protocol={proto}\nhost={host}\nusername=x-access-token\npassword={token}\n\n")  # fmt: skip
+        git("remote", "set-url", "origin", f"{base}/acme/widgets.git", cwd=alice)
+        monkeypatch.chdir(alice)
+        use(cli, backend)
+        new = commit_file(seed, "notes.md", "from seed\n")
+        git("push", "-q", str(remote), "main", cwd=seed)
+        pulled = cli("pull")
+        assert pulled.rc == 0, pulled.err
+        assert git("rev-parse", "HEAD", cwd=alice).strip() == new
+        mine = commit_file(alice, "mine.md", "from alice\n")
+        pushed = cli("push")
+        assert pushed.rc == 0, pushed.err
+        assert git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip() == mine
+        store.write_text(store.read_text().replace(token, "ghp_wrong"))
+        commit_file(alice, "more.md", "more\n")
+        refused = cli("push")
+        assert refused.rc == 1 and "uthentication" in refused.err
