@@ -31,7 +31,10 @@ def history_entry(frm: str | None, to: str, by: str | None, note: str | None = N
 
 
 def default_reviewer(ctx: Context) -> str:
-    """git ``user.name`` (repository, then global config), else the OS user."""
+    """git's idea of who you are: ``GIT_AUTHOR_NAME``, ``user.name`` (repository, then
+    global config), else the OS user."""
+    if os.environ.get("GIT_AUTHOR_NAME"):
+        return os.environ["GIT_AUTHOR_NAME"]
     candidates: list[Path] = []
     if ctx.project.repo is not None:
         candidates.append(ctx.project.repo.common_dir / "config")

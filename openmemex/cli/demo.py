@@ -54,7 +54,7 @@ class Tour:
         self.step += 1
         print(f"\n── {self.step}. {text}")
 
-    def run(self, *args: str) -> str:
+    def run(self, *args: str, expect: int = 0) -> str:
         from .app import run
 
         print(f"$ open-memex {shlex.join(args)}")
@@ -68,7 +68,7 @@ class Tour:
         output = buffer.getvalue()
         for line in output.rstrip("\n").splitlines():
             print(f"  {line}")
-        if rc != 0:
+        if rc != expect:
             raise SystemExit(f"demo step failed (exit {rc}): open-memex {shlex.join(args)}")
         return output
 
@@ -99,6 +99,9 @@ def demo() -> int:
         tour.say("What the stored file looks like (plain Markdown with YAML frontmatter):")
         masked = _ID.findall(tour.run("search", "staging token", "--limit", "1"))[0]
         tour.run("show", masked)
+        from .demo_team import team_tour
+
+        team_tour(tour, base)
     print("\nDone — the sandbox is gone. Next: `open-memex add \"…\"` in your own repository, "
           "then `open-memex search …`.")  # fmt: skip
     return 0

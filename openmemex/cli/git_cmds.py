@@ -125,7 +125,8 @@ def sync_status(*, json: Flag = False) -> int:
     json
         Print one JSON document.
     """
-    from ..git.sync_status import render, sync_status as run_status
+    from ..git.sync_status import render
+    from ..git.sync_status import sync_status as run_status
 
     with _context() as ctx:
         status = run_status(ctx)
@@ -211,7 +212,8 @@ def resolve(target: str | None = None, /) -> int:
     """
     from ..errors import ConflictError
     from ..git.repo import open_repo
-    from ..git.resolve import conflicted_memory_files, resolve as run_resolve
+    from ..git.resolve import conflicted_memory_files
+    from ..git.resolve import resolve as run_resolve
 
     with _context() as ctx:
         if target is None:
@@ -298,7 +300,8 @@ def pr_status(*, apply: Flag = False, api_url: str | None = None, json: Flag = F
     json
         Print one JSON document.
     """
-    from ..git.pr_status import pr_status as run_pr_status, render
+    from ..git.pr_status import pr_status as run_pr_status
+    from ..git.pr_status import render
 
     with _context() as ctx:
         report = run_pr_status(ctx, apply=apply, api_url=api_url)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..errors import MemexError
 from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
@@ -371,12 +372,18 @@ def _config_get(config: Any, key: str) -> str | None:
 
 def _api_url(ctx: Context, remote: RemoteRepo, explicit: str | None) -> str:
     """The ``api_url`` argument, else config ``github.apiUrl``, else derived from the host."""
-    if explicit and explicit.strip():
-        return explicit.strip().rstrip("/")
     github_cfg = ctx.config.values.get("github")
     configured = github_cfg.get("apiUrl") if isinstance(github_cfg, dict) else None
-    if isinstance(configured, str) and configured.strip():
-        return configured.strip().rstrip("/")
+    for value, origin in ((explicit, "--api-url"), (configured, "config github.apiUrl")):
+        if isinstance(value, str) and value.strip():
+            url = value.strip().rstrip("/")
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise MemexError(
+                    f"{origin} {url!r} is not an http(s) URL — use e.g. https://github.example.com/api/v3 "
+                    "(or `open-memex config set github.apiUrl \"\"` to derive it from the remote)"
+                )
+            return url
     return remote.api_url
 
 
@@ -394,12 +401,13 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
     import github
     from github import Auth, Github
 
+    # lazy: get_repo() sends no request (get_repo(lazy=...) is deprecated in PyGithub 2.10)
     client = Github(
         auth=Auth.Token(token), base_url=api, retry=None, timeout=API_TIMEOUT,
-        seconds_between_requests=0, seconds_between_writes=0,
+        seconds_between_requests=0, seconds_between_writes=0, lazy=True,
     )  # fmt: skip
     try:
-        gh_repo = client.get_repo(remote.slug, lazy=True)
+        gh_repo = client.get_repo(remote.slug)
         pulls = list(gh_repo.get_pulls(state="all", head=f"{remote.owner}:{head_ref}"))
         if not pulls:
             raise MemexError(

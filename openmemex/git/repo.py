@@ -63,12 +63,30 @@ class GitRepo:
         return pygit2.Signature(name, email)
 
     def _config(self, key: str) -> str | None:
-        try:
-            return str(self.repo.config[f"user.{key}"])
-        except KeyError:
-            pass
-        path = os.environ.get("GIT_CONFIG_GLOBAL")
-        return read_config_value(Path(path), "user", None, key) if path else None
+        return self.config_value("user", key)
+
+    def config_value(self, section: str, key: str) -> str | None:
+        """A config value with git's own precedence: this repository, then the global file
+        (``GIT_CONFIG_GLOBAL`` when set — libgit2 ignores it), then system (unless
+        ``GIT_CONFIG_NOSYSTEM``)."""
+        files = [Path(self.repo.path) / "config"]
+        common = Path(self.repo.path) / "commondir"
+        if common.exists():
+            files.insert(0, (Path(self.repo.path) / common.read_text().strip()).resolve() / "config")
+        global_file = os.environ.get("GIT_CONFIG_GLOBAL")
+        if global_file is not None:
+            files.append(Path(global_file))
+        else:
+            xdg = os.environ.get("XDG_CONFIG_HOME")
+            files.append(Path.home() / ".gitconfig")
+            files.append(Path(xdg) / "git" / "config" if xdg else Path.home() / ".config" / "git" / "config")
+        if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+            files.append(Path("/etc/gitconfig"))
+        for path in files:
+            value = read_config_value(path, section, None, key)
+            if value is not None:
+                return value
+        return None
 
 
 def _check_supported(common_dir: Path, git_dir: Path) -> None:

@@ -37,10 +37,8 @@ class SubmitReport:
 
 
 def _signing_required(gitrepo: GitRepo) -> bool:
-    try:
-        return bool(gitrepo.repo.config.get_bool("commit.gpgsign"))
-    except (KeyError, ValueError):
-        return False
+    value = (gitrepo.config_value("commit", "gpgsign") or "").strip().lower()
+    return value in ("true", "yes", "on", "1")
 
 
 def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsigned: bool = False) -> SubmitReport:

@@ -62,7 +62,7 @@ def get_transport(setting: str = "auto", *, github_hosts: tuple[str, ...] = ()) 
     """The backend for ``sync.transport``: ``auto`` is git when a ``git`` executable is on
     PATH, else pygit2. ``github_hosts`` names GitHub Enterprise hosts whose HTTPS remotes
     the pygit2 backend may authenticate with GH_TOKEN / GITHUB_TOKEN."""
-    choice = setting.strip().lower() if isinstance(setting, str) else setting
+    choice = setting.strip().lower()
     if choice == "auto":
         choice = "git" if shutil.which("git") else "pygit2"
     if choice == "git":
@@ -136,6 +136,10 @@ _STEPS: tuple[tuple[re.Pattern[str], str], ...] = (
         "check your network connection and that the server is reachable",
     ),
     (
+        re.compile(r"not a git repository"),
+        "run this inside a clone of the repository (or check the path)",
+    ),
+    (
         re.compile(r"does not appear to be a git repository|not found|no such remote"
                    r"|could not find remote"),
         "check the remote's name and URL (`git remote -v`)",
@@ -165,8 +169,8 @@ def one_line(text: str, limit: int = 400) -> str:
 
 def non_fast_forward(remote: str, local_ref: str, remote_ref: str, reason: str) -> PushRejected:
     return PushRejected(
-        f"push to '{remote}' rejected: {remote_ref} there has commits that {local_ref} does not "
-        f"have ({reason}) — {PULL_FIRST}"
+        f"push to '{remote}' rejected: the remote's {remote_ref} has commits that your "
+        f"{local_ref} does not have ({reason}) — {PULL_FIRST}"
     )
 
 

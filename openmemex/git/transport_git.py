@@ -142,7 +142,7 @@ class GitTransport:
 
 def _kill(proc: subprocess.Popen[bytes], *, group: bool) -> None:
     try:
-        if group:
+        if group and hasattr(os, "killpg"):
             os.killpg(proc.pid, signal.SIGKILL)
         else:
             proc.kill()
