@@ -4,6 +4,7 @@ libgit2 cannot handle (notes/git-and-pygit2.md §0.5, §2.10) with the way out n
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,12 +97,18 @@ def _check_supported(common_dir: Path, git_dir: Path) -> None:
             "this repository uses SHA-256 object ids, which libgit2 cannot open yet — "
             "use plain `git` for memory files here (`open-memex` read commands still work)"
         )
-    if read_config_value(config, "extensions", None, "partialclone"):
+    try:
+        config_text = config.read_text("utf-8", errors="replace")
+    except OSError:
+        config_text = ""
+    promisor = re.search(r"^\s*promisor\s*=\s*true\s*$", config_text, re.I | re.M) is not None
+    if promisor or read_config_value(config, "extensions", None, "partialclone"):
         raise UnsupportedRepository(
             "this is a partial clone (missing blobs are never fetched by libgit2) — "
             "run `git fetch --refetch` (or clone without --filter) first"
         )
-    if (read_config_value(config, "core", None, "sparsecheckout") or "").lower() == "true":
+    sparse = [read_config_value(path, "core", None, "sparsecheckout") for path in (config, git_dir / "config.worktree")]
+    if any((value or "").lower() == "true" for value in sparse):
         raise UnsupportedRepository(
             "sparse checkout is enabled; libgit2 would write excluded files — "
             "run `git sparse-checkout disable` or use plain `git` for memory files"
