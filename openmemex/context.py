@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,7 @@ class Context:
     project: ProjectScope
     cwd: Path
     warn: Warn = warn_stderr
+    progress: Callable[[int, int], None] | None = None  # set by interactive surfaces
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
 
     @classmethod
@@ -106,7 +108,7 @@ class Context:
         from .lifecycle import heal_chains
 
         folders = self.folders(scope)
-        stats = index.reconcile(self.conn, folders, kind=kind, warn=self.warn)
+        stats = index.reconcile(self.conn, folders, kind=kind, warn=self.warn, progress=self.progress)
         if stats.changed:
             heal_chains(self, folders)
         return stats

@@ -24,6 +24,7 @@ from .text import cjk_index_text, content_hash
 
 SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
+PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
 
 _SCHEMA = """
 CREATE TABLE memories(
@@ -177,6 +178,7 @@ def _connect(db_path: Path) -> sqlite3.Connection:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA journal_size_limit = 67108864")  # keep the WAL from staying index-sized
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             _create_schema(conn)
     except sqlite3.OperationalError as exc:
@@ -194,9 +196,9 @@ def busy_error(exc: sqlite3.OperationalError) -> Exception:
     return exc
 
 
-def _create_schema(conn: sqlite3.Connection) -> None:
+def _create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
     with transaction(conn):
-        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        if not force and conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
             return  # another process won the race
         names = [
             r[0]
@@ -343,8 +345,11 @@ def _reconcile_folder(
     key = str(folder.path)
     # Rows first, then the scan: a file another process writes and indexes in between is
     # then "new" (re-read, harmless), never "gone" (its row deleted).
-    known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_path, mtime_ns, size FROM memories WHERE dir = ?", (key,))}
-    held = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_path, mtime_ns, size FROM quarantine WHERE dir = ?", (key,))}
+    plain = conn.cursor()
+    plain.row_factory = None  # plain tuples: this runs on every read
+    known = {p: (m, z) for p, m, z in plain.execute("SELECT file_path, mtime_ns, size FROM memories WHERE dir = ?", (key,))}
+    held = {p: (m, z) for p, m, z in plain.execute("SELECT file_path, mtime_ns, size FROM quarantine WHERE dir = ?", (key,))}
+    plain.close()
     on_disk, odd = _scan(folder.path)
     stats.scanned = len(on_disk)
     changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
@@ -357,9 +362,10 @@ def _reconcile_folder(
         return stats
     rows: list[tuple[object, ...]] = []
     bad: list[tuple[str, int, int, str]] = []
+    show = progress if progress is not None and len(changed) >= PROGRESS_THRESHOLD else None
     for i, path_text in enumerate(changed):
-        if progress is not None:
-            progress(i + 1, len(changed))
+        if show is not None:
+            show(i + 1, len(changed))
         path = Path(path_text)
         mtime_ns, size = on_disk[path_text]
         try:
@@ -401,6 +407,11 @@ def _reconcile_folder(
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
         if stats.changed or bad or kind != "request":
             _write_sync_row(conn, key, kind, stats, now)
+    if len(rows) + len(removed) > 1000:
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            pass  # a reader holds the WAL; the next checkpoint trims it
     for path_text, _, _, reason in bad:
         stats.quarantined.append((Path(path_text), reason))
         warn(f"skipped {path_text}: {reason}")
@@ -427,10 +438,7 @@ def rebuild(
 ) -> SyncStats:  # fmt: skip
     """Drop every row and re-read every file (``reindex``)."""
     folder_list = list(folders)
-    with transaction(conn):
-        conn.execute("DELETE FROM memories")
-        conn.execute("DELETE FROM quarantine")
-        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+    _create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS trigger deletes
     return reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
 
 

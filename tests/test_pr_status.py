@@ -325,6 +325,27 @@ def test_no_token(repo: Path, fake: FakeGitHub) -> None:
     assert fake.requests == []  # nothing was sent without a token
 
 
+def test_cli_command_exit_codes(repo: Path, fake: FakeGitHub, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the real `open-memex pr-status` command (error handler included)."""
+    memory = make_memory(repo)
+    commit_all(repo)
+    result = cli("pr-status", "--api-url", fake.base_url)
+    assert result.rc == 1 and result.out == ""
+    assert result.err.strip().splitlines() == [
+        "open-memex: error: no GitHub token for github.com — set GH_TOKEN (or GITHUB_TOKEN) to a token "
+        "that can read the repository, or run `gh auth login`"
+    ]
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    fake.add_repo("acme", "widgets")
+    result = cli("pr-status", "--api-url", fake.base_url)
+    assert result.rc == 1 and result.err.startswith(f"open-memex: error: no pull request for branch {BRANCH}")
+    fake.add_pull("acme", "widgets", BRANCH, files=[rel(memory)], reviews=[FakeReview("alice", "APPROVED")])
+    result = cli("pr-status", "--api-url", fake.base_url, "--json", "--apply")
+    assert result.rc == 0, result.err
+    assert json.loads(result.out)["memories"][0]["action"] == "approve"
+    assert disk(repo, memory).review_state == "approved"
+
+
 def test_wrong_token_is_a_clean_error(repo: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GH_TOKEN", "ghp_wrong")
     make_memory(repo)

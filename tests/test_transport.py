@@ -158,7 +158,8 @@ def test_fetch_times_out(backend: str, tmp_path: Path) -> None:
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        _bare, _seed, mine = make_world(tmp_path, origin_url=f"git://127.0.0.1:{silent.getsockname()[1]}/r.git")
+        # http: the git backend's remote helper (a grandchild) must be ended too
+        _bare, _seed, mine = make_world(tmp_path, origin_url=f"http://127.0.0.1:{silent.getsockname()[1]}/r.git")
         chosen: Transport = GitTransport(timeout=1) if backend == "git" else Pygit2Transport(timeout=1)
         saved = _libgit2_timeouts() if backend == "pygit2" else None
         started = time.monotonic()
@@ -327,8 +328,10 @@ def test_http_without_any_credential(
     transport: Transport, http_world: tuple[Path, Path, Path, str, Path]
 ) -> None:
     _bare, _seed, mine, _base, _store = http_world
-    with pytest.raises(TransportError, match=r"(?i)authentication|credentials"):
+    with pytest.raises(TransportError, match=r"(?i)authentication|credentials") as caught:
         transport.fetch(mine, "origin")
+    if transport.name == "git":  # stdin is no terminal here, so git must not prompt
+        assert "terminal prompts disabled" in str(caught.value)
 
 
 def test_pygit2_gives_up_after_the_retry_cap(

@@ -25,6 +25,8 @@ app = App(
     version=__version__,
     help_formatter="plain",
     version_flags=["--version", "-V"],
+    version_format="plaintext",
+    help_format="plaintext",
     error_formatter=lambda error: Text(f"open-memex: error: {_one_line(error)}"),
 )
 

@@ -17,8 +17,11 @@ Flag = Annotated[bool, Parameter(negative="")]
 
 def _context() -> Context:
     from ..context import Context
+    from .progress import Progress
 
-    return Context.load()
+    ctx = Context.load()
+    ctx.progress = Progress("indexing memory files").update
+    return ctx
 
 
 def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag = False, json: Flag = False) -> int:

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 
 def _context() -> Context:
     from ..context import Context
+    from .progress import Progress
 
-    return Context.load()
+    ctx = Context.load()
+    ctx.progress = Progress("indexing memory files").update
+    return ctx
 
 
 def add(

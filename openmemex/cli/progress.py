@@ -24,8 +24,12 @@ class Progress:
         width = 30
         filled = int(width * done / total)
         sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+            self._shown = False
+        else:
+            self._shown = True
         sys.stderr.flush()
-        self._shown = True
 
     def __enter__(self) -> Progress:
         return self

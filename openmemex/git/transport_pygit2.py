@@ -64,7 +64,7 @@ class Pygit2Transport:
         repo = _open(workdir)
         try:
             handle = _remote(repo, remote)
-            callbacks = self.callbacks(workdir, handle.url or "")
+            callbacks = self.make_callbacks(workdir, handle.url or "")
             try:
                 handle.fetch(callbacks=callbacks, proxy=True)
             except pygit2.GitError as exc:
@@ -86,7 +86,7 @@ class Pygit2Transport:
                     f"cannot push {local}: no such ref in {workdir} — check the branch name (`git branch`)"
                 )
             target = str(ref.resolve().target)
-            callbacks = self.callbacks(workdir, handle.url or "")
+            callbacks = self.make_callbacks(workdir, handle.url or "")
             try:
                 handle.push([f"{local}:{dst}"], callbacks=callbacks, proxy=True)
             except pygit2.GitError as exc:
@@ -105,7 +105,7 @@ class Pygit2Transport:
         finally:
             repo.free()
 
-    def callbacks(self, workdir: Path, url: str) -> Callbacks:
+    def make_callbacks(self, workdir: Path, url: str) -> Callbacks:
         _set_timeouts(self.timeout)
         return Callbacks(url, workdir=workdir, github_hosts=self.github_hosts, timeout=self.timeout)
 
@@ -193,15 +193,24 @@ class Callbacks(pygit2.RemoteCallbacks):
             return pygit2.Username(username_from_url or "git")
         if self._answers is None:
             self._answers = self._candidates(url, username_from_url, allowed_types)
-        answer = next(self._answers, None)
-        if answer is None:
-            raise TransportError(_no_credentials(url, allowed_types))
-        return answer
+        for answer in self._answers:
+            if answer.credential_type & allowed_types:  # libgit2 may narrow what it accepts
+                return answer
+        raise TransportError(_no_credentials(url))
 
     def _candidates(
         self, url: str, username: str | None, allowed: CredentialType
     ) -> Iterator[_Credential]:
-        if allowed & CredentialType.USERPASS_PLAINTEXT:
+        if allowed & CredentialType.SSH_KEY:
+            user = username or "git"
+            if os.environ.get("SSH_AUTH_SOCK"):
+                yield pygit2.KeypairFromAgent(user)
+            ssh_dir = Path.home() / ".ssh"
+            for name in _SSH_KEY_FILES:
+                private, public = ssh_dir / name, ssh_dir / f"{name}.pub"
+                if private.is_file() and public.is_file():
+                    yield pygit2.Keypair(user, str(public), str(private), "")
+        if allowed & CredentialType.USERPASS_PLAINTEXT and urlsplit(url).scheme.lower() in ("http", "https"):
             token = github_token(url, self.github_hosts)
             if token:
                 yield pygit2.UserPass("x-access-token", token)
@@ -212,20 +221,11 @@ class Callbacks(pygit2.RemoteCallbacks):
                     return
                 fields = _fields(filled)
                 pair = (fields.get("username", ""), fields.get("password", ""))
-                if not pair[1] or pair in tried:  # the helper has nothing new to offer
+                if not pair[1] or pair in tried:  # the helpers have nothing new to offer
                     return
                 tried.add(pair)
                 self._pending = filled
                 yield pygit2.UserPass(*pair)
-        elif allowed & CredentialType.SSH_KEY:
-            user = username or "git"
-            if os.environ.get("SSH_AUTH_SOCK"):
-                yield pygit2.KeypairFromAgent(user)
-            ssh_dir = Path.home() / ".ssh"
-            for name in _SSH_KEY_FILES:
-                private, public = ssh_dir / name, ssh_dir / f"{name}.pub"
-                if private.is_file() and public.is_file():
-                    yield pygit2.Keypair(user, str(public), str(private), "")
 
     def finish(self, *, ok: bool | None) -> None:
         """After the operation: tell the credential helpers whether their answer worked
@@ -334,9 +334,9 @@ def _where(url: str) -> str:
     return redact(parts.netloc.rpartition("@")[2] or url)
 
 
-def _no_credentials(url: str, allowed: CredentialType) -> str:
+def _no_credentials(url: str) -> str:
     where = _where(url)
-    if allowed & CredentialType.USERPASS_PLAINTEXT:
+    if urlsplit(url).scheme.lower() in ("http", "https"):
         return (
             f"authentication to {where} failed: no working credential — set GH_TOKEN for "
             "GitHub, or store one with a credential helper (`gh auth setup-git`, "
