@@ -7,6 +7,7 @@ once on stderr, skipped by every command, listed by ``doctor``/``audit``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
@@ -408,10 +409,8 @@ def _reconcile_folder(
         if stats.changed or bad or kind != "request":
             _write_sync_row(conn, key, kind, stats, now)
     if len(rows) + len(removed) > 1000:
-        try:
+        with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.OperationalError:
-            pass  # a reader holds the WAL; the next checkpoint trims it
     for path_text, _, _, reason in bad:
         stats.quarantined.append((Path(path_text), reason))
         warn(f"skipped {path_text}: {reason}")
