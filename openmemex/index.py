@@ -286,11 +286,20 @@ def _row_values(memory: Memory, folder: Folder, path: Path, mtime_ns: int, size:
 
 def upsert(conn: sqlite3.Connection, memory: Memory, folder: Folder) -> None:
     """Index one memory right after its file was written (the write path's second step)."""
-    assert memory.path is not None
-    st = memory.path.stat()
+    apply_changes(conn, [(memory, folder)], [])
+
+
+def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]], removed: list[Path]) -> None:
+    """Index files just written and forget files just deleted, in one transaction."""
+    rows = []
+    for memory, folder in written:
+        assert memory.path is not None
+        st = memory.path.stat()
+        rows.append(_row_values(memory, folder, memory.path, st.st_mtime_ns, st.st_size))
     with transaction(conn):
-        conn.execute(_UPSERT_SQL, _row_values(memory, folder, memory.path, st.st_mtime_ns, st.st_size))
-        conn.execute("DELETE FROM quarantine WHERE file_path = ?", (str(memory.path),))
+        conn.executemany(_UPSERT_SQL, rows)
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(str(m.path),) for m, _ in written])
+        conn.executemany("DELETE FROM memories WHERE file_path = ?", [(str(p),) for p in removed])
 
 
 def remove_path(conn: sqlite3.Connection, path: Path) -> None:

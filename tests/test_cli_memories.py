@@ -308,3 +308,38 @@ def test_delete_failure_is_reported_not_swallowed(tmp_path: Path) -> None:
     with pytest.raises(MemexError, match=r"could not delete .* \(EISDIR\) — memory not forgotten"):
         delete(blocker)
     delete(tmp_path / "already-gone.md")  # ENOENT is success
+
+
+def test_data_root_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from openmemex.paths import config_path, data_root, data_root_source
+
+    monkeypatch.setenv("MY_O_MEMORY_HOME", str(tmp_path / "legacy"))
+    assert data_root() == tmp_path / "data" and data_root_source() == "OPEN_MEMEX_HOME"
+    monkeypatch.delenv("OPEN_MEMEX_HOME")
+    assert data_root() == tmp_path / "legacy" and data_root_source() == "MY_O_MEMORY_HOME"
+    monkeypatch.delenv("MY_O_MEMORY_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert data_root() == tmp_path / "xdg" / "open-memex"
+    monkeypatch.setenv("MY_O_MEMORY_CONFIG", str(tmp_path / "old.json"))
+    monkeypatch.setenv("OPEN_MEMEX_CONFIG", str(tmp_path / "new.json"))
+    assert config_path(tmp_path) == tmp_path / "new.json"
+    monkeypatch.delenv("OPEN_MEMEX_CONFIG")
+    assert config_path(tmp_path) == tmp_path / "old.json"
+
+
+def test_jsonc_stripper_is_string_aware() -> None:
+    from openmemex.config import strip_jsonc
+
+    text = '{"redactPatterns": ["src/**/secrets", "a /* not a comment */ b"], // real comment\n "x": 1, /* block */ }'
+    assert json.loads(strip_jsonc(text)) == {"redactPatterns": ["src/**/secrets", "a /* not a comment */ b"], "x": 1}
+
+
+def test_soft_forget_of_a_repo_memory_warns(cli: Any, git_repo: Path) -> None:
+    memory = add(cli, "a shared memory that turns out wrong")
+    assert cli("submit", memory).rc == 0
+    result = cli("forget", memory, "--soft")
+    assert result.rc == 0 and "commit and push" in result.err and "team still sees it" in result.err
+    hard = add(cli, "another shared memory")
+    cli("submit", hard)
+    deleted = cli("forget", hard)
+    assert "commit the deletion" in deleted.err

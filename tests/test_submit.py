@@ -121,3 +121,24 @@ def test_git_memex_help(git_repo: Path, cmd: tuple[str, ...], tmp_path: Path) ->
     proc = subprocess.run(["git", "memex", *cmd], cwd=git_repo, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Usage" in proc.stdout
+
+
+def test_git_memex_submit_from_a_subdirectory(cli: Any, git_repo: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "git-memex"
+    script.write_text(f"#!{sys.executable}\nfrom openmemex.cli.app import git_main\ngit_main()\n")
+    script.chmod(0o755)
+    memory = draft(cli, "git memex works from anywhere in the tree")
+    sub = git_repo / "services" / "api"
+    sub.mkdir(parents=True)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(["git", "memex", "submit", memory], cwd=sub, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"submitted {memory} [proposed]" in proc.stdout
+    assert f".ai/open-memex/{memory}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
+    assert not (sub / ".ai").exists()  # the memory dir is at the work-tree root, not the cwd

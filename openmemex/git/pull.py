@@ -8,11 +8,15 @@ the checkout refuse and nothing moves. Never merges, never forces.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..context import Context
 from ..errors import MemexError
 from ..index import SyncStats
 from .repo import GitRepo, open_repo
+
+if TYPE_CHECKING:
+    from .transport import Transport
 
 
 @dataclass
@@ -27,7 +31,7 @@ class PullReport:
     stats: SyncStats | None = None
 
 
-def _transport(ctx: Context) -> object:
+def _transport(ctx: Context) -> Transport:
     from .transport import get_transport
 
     return get_transport(str(ctx.config.values.get("sync", {}).get("transport", "auto")))
@@ -56,7 +60,7 @@ def pull(ctx: Context) -> PullReport:
     repo = gitrepo.repo
     name, remote, local = _branch_and_upstream(gitrepo)
     transport = _transport(ctx)
-    transport.fetch(gitrepo.workdir, remote)  # type: ignore[attr-defined]
+    transport.fetch(gitrepo.workdir, remote)
     local = repo.branches.local[name]
     upstream = local.upstream
     if upstream is None:
@@ -133,7 +137,7 @@ def push(ctx: Context) -> PushReport:
         remote = "origin" if "origin" in names else names[0]
         merge_ref = f"refs/heads/{name}"
     transport = _transport(ctx)
-    result = transport.push(gitrepo.workdir, remote, local.name, merge_ref)  # type: ignore[attr-defined]
+    result = transport.push(gitrepo.workdir, remote, local.name, merge_ref)
     set_upstream = False
     if upstream is None:
         _set_upstream(gitrepo, name, remote, merge_ref, str(result.new_target))

@@ -117,11 +117,12 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
     report.commit = commit_paths(gitrepo, [gitrepo.rel(p) for p in written], message)
     # 4. verify the commit, then remove the outbox copies
     _verify(gitrepo, report.commit, written)
+    gone: list[Path] = []
     for memory in plan:
         outbox_path = outbox.path / f"{memory.id}.md"
         store.delete(outbox_path)
-        index.remove_path(ctx.conn, outbox_path)
-        index.upsert(ctx.conn, memory, repo_folder)
+        gone.append(outbox_path)
+    index.apply_changes(ctx.conn, [(memory, repo_folder) for memory in plan], gone)
     return report
 
 
