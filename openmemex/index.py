@@ -284,6 +284,11 @@ def _row_values(memory: Memory, folder: Folder, path: Path, mtime_ns: int, size:
     return tuple(values[c] for c in _UPSERT_COLUMNS)
 
 
+def split_tags(text: str) -> list[str]:
+    """Tags and aliases are stored comma-joined in the index (one FTS column each)."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def upsert(conn: sqlite3.Connection, memory: Memory, folder: Folder) -> None:
     """Index one memory right after its file was written (the write path's second step)."""
     apply_changes(conn, [(memory, folder)], [])

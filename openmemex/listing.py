@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .context import Context
 from .errors import UsageError
 from .ids import format_time
-from .index import Folder
+from .index import Folder, split_tags
 from .model import TYPES
 from .search import check_limit
 from .text import normalize_ws
@@ -153,7 +153,7 @@ def _entry(row: sqlite3.Row) -> Entry:
         updated_at=row["updated_at"],
         body=row["content"],
         location=row["location"],
-        tags=[t.strip() for t in row["tags"].split(",") if t.strip()],
+        tags=split_tags(row["tags"]),
     )
 
 

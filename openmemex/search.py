@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .context import Context
 from .errors import UsageError
+from .index import split_tags
 from .lifecycle import newest_in_chain
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, normalize_ws
@@ -155,7 +156,7 @@ def _hit(target: sqlite3.Row, matched: sqlite3.Row) -> Hit:
         via = "tags"
     elif "[" not in (matched["snip"] or ""):
         via = "cjk" if matched["cjk"] else "type"
-    tags = [t.strip() for t in target["tags"].split(",") if t.strip()]
+    tags = split_tags(target["tags"])
     return Hit(
         id=target["id"],
         scope=target["scope"],
