@@ -25,7 +25,7 @@ def _context() -> Context:
 
 
 def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag = False, json: Flag = False) -> int:
-    """Move outbox drafts into the repository for review: one commit on the current branch.
+    """Commit outbox drafts into the repository for review.
 
     The drafts are copied into .ai/open-memex/ as `proposed` (approved stays approved),
     scanned for secrets, committed on the CURRENT branch with only those files (anything
@@ -66,7 +66,7 @@ def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag
 
 
 def pull(*, json: Flag = False) -> int:
-    """Fetch and fast-forward the current branch — never merges, never forces.
+    """Fetch and fast-forward only; never merges or forces.
 
     Diverged history, a detached HEAD, a missing upstream or local changes in the way stop
     with the next step named and nothing changed. The index is refreshed afterwards.
@@ -99,7 +99,7 @@ def pull(*, json: Flag = False) -> int:
 
 
 def push(*, json: Flag = False) -> int:
-    """Push the current branch (sets its upstream on the first push). Only when you ask.
+    """Push the current branch (sets the upstream once).
 
     Parameters
     ----------
@@ -120,8 +120,9 @@ def push(*, json: Flag = False) -> int:
 
 
 def sync_status(*, json: Flag = False) -> int:
-    """What is waiting: outbox drafts, in-repo review states, uncommitted memory files,
-    and when the index last synced.
+    """Show outbox drafts, review states, uncommitted files.
+
+    Also when the index last synced.
 
     Parameters
     ----------
@@ -141,7 +142,7 @@ def sync_status(*, json: Flag = False) -> int:
 
 
 def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = False, by: str | None = None) -> int:
-    """Copy personal memories into the project outbox for review (all-or-nothing).
+    """Copy personal memories into the project outbox.
 
     The copies get new ids, `derived_from` pointing at the original, and visibility
     internal; the personal originals never leave this machine.
@@ -169,8 +170,10 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
 
 def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, note_: Annotated[str | None, Parameter(name="--note")] = None,
             by: str | None = None) -> int:  # fmt: skip
-    """Move a project memory one step up the review ladder (proposed → approved → published),
-    or reject it (a note is required), or resubmit a rejected one.
+    """Advance, reject or resubmit a memory under review.
+
+    One step up the ladder (proposed → approved → published), a rejection (a note is
+    required), or a resubmission of a rejected memory.
 
     Parameters
     ----------
@@ -199,7 +202,7 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
 
 
 def resolve(target: str | None = None, /) -> int:
-    """List conflicted memory files, or merge one field by field.
+    """List conflicted memory files, or merge one.
 
     During a conflicted `git merge` or `git rebase`: tags, aliases and review histories are
     unioned, updated_at takes the latest, other fields merge 3-way, the review state keeps
@@ -239,7 +242,9 @@ def resolve(target: str | None = None, /) -> int:
 
 
 def merge_driver(base: str, ours: str, theirs: str, path: str = "", /) -> int:
-    """Git merge driver (`merge.openmemex.driver`): merges one memory file inside git merge.
+    """Git merge driver for memory files (run by git).
+
+    Configured as `merge.openmemex.driver` by `open-memex setup`.
 
     Parameters
     ----------
@@ -258,7 +263,7 @@ def merge_driver(base: str, ours: str, theirs: str, path: str = "", /) -> int:
 
 
 def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", negative="")] = True) -> int:
-    """Set up this clone: the field-level merge driver for memory files (idempotent).
+    """Set up the memory merge driver in this clone.
 
     Writes `*.md merge=openmemex` into <memoryDir>/.gitattributes (commit it so teammates
     get it too) and this clone's `merge.openmemex.driver`. A driver configured by someone
@@ -287,7 +292,7 @@ def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", neg
 
 
 def pr_status(*, apply: Flag = False, api_url: str | None = None, json: Flag = False) -> int:
-    """Map the branch's GitHub pull request onto the review state of its memories.
+    """Map the branch's GitHub PR onto review states.
 
     Merged → published; approved → approved (approved_by = reviewer login); changes
     requested → a suggestion only; a local rejection is never overridden. Report only unless

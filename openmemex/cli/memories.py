@@ -101,7 +101,9 @@ def search(
     explain: Flag = False,
     json: Flag = False,
 ) -> int:
-    """Find memories by full-text search (English stemming, Chinese bigrams).
+    """Find memories by full-text search.
+
+    English words are stemmed, Chinese is matched by character pairs.
 
     Reviewed project knowledge ranks first, then personal and proposed memories, then
     project drafts; superseded memories answer with their newest version; retracted and
@@ -218,7 +220,7 @@ def supersede(
     aliases: str | None = None,
     json: Flag = False,
 ) -> int:
-    """Replace a memory with a corrected one; the old one is kept as history.
+    """Replace a memory; the old one is kept as history.
 
     Parameters
     ----------
@@ -252,7 +254,7 @@ def supersede(
 
 
 def status(memory_id: str, new_status: str) -> int:
-    """Set a memory's status: active, deprecated, retracted (one-way) or archived.
+    """Set a memory's status (retracted is one-way).
 
     Parameters
     ----------
@@ -272,7 +274,7 @@ def status(memory_id: str, new_status: str) -> int:
 
 
 def forget(memory_id: str, *, soft: Flag = False) -> int:
-    """Delete a memory for good, or hide it with --soft (a one-way retraction).
+    """Delete a memory, or hide it with --soft (one-way).
 
     Parameters
     ----------

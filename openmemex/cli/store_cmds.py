@@ -14,7 +14,7 @@ Flag = Annotated[bool, Parameter(negative="")]
 
 
 def where(*, json: Flag = False) -> int:
-    """Show where memories, the index and the config live, and the current scope keys."""
+    """Show where memories, the index and the config live."""
     from .. import paths
     from ..context import Context
 
@@ -44,7 +44,7 @@ def where(*, json: Flag = False) -> int:
 
 
 def scopes(*, json: Flag = False) -> int:
-    """List every scope folder in the data root with its memory count."""
+    """List the scope folders with their memory counts."""
     from ..context import Context
     from ..store import memory_files
 
@@ -65,7 +65,7 @@ def scopes(*, json: Flag = False) -> int:
 
 
 def reindex(*, scope: str = "all") -> int:
-    """Rebuild the search index from the memory files (the files are the truth).
+    """Rebuild the search index from the memory files.
 
     Parameters
     ----------
@@ -90,7 +90,9 @@ def migrate(
     dry_run: Flag = False,
     on_conflict: str = "skip",
 ) -> int:
-    """Move memories from one scope key to another (e.g. after a repository's origin changed).
+    """Move memories from one scope key to another.
+
+    Use it after a repository's origin URL changed (its project key changed with it).
 
     Parameters
     ----------
@@ -152,7 +154,9 @@ def config(action: str | None = None, key: str | None = None, value: str | None 
 
 
 def redact(source: Annotated[str | None, Parameter(allow_leading_hyphen=True)] = None, /) -> int:
-    """Print text exactly as the write path would store it (secrets masked, <private> removed).
+    """Print text exactly as it would be stored (secrets masked).
+
+    Secrets are masked and private spans become [REDACTED], exactly as the write path does.
 
     Parameters
     ----------
@@ -179,8 +183,11 @@ def redact(source: Annotated[str | None, Parameter(allow_leading_hyphen=True)] =
 
 
 def doctor(*, json: Flag = False) -> int:
-    """Check the environment: storage, SQLite locking, YAML speed, unreadable memory files,
-    git, and how to make `git memex --help` find the man page."""
+    """Check the environment (storage, locking, git, man page).
+
+    Checks storage, SQLite locking, YAML speed, unreadable memory files, git, and how to
+    make `git memex --help` find the man page.
+    """
     from ..context import Context
     from ..doctor import run_checks
 
