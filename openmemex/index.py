@@ -12,6 +12,7 @@ import os
 import sqlite3
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from .memfile import MemoryFileError, read_memory
 from .model import Memory
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000
 PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
 
@@ -85,6 +86,11 @@ CREATE TABLE quarantine(
   size INTEGER NOT NULL,
   reason TEXT NOT NULL,
   seen_at REAL NOT NULL
+);
+CREATE TABLE folder_state(
+  dir TEXT PRIMARY KEY,
+  checksum INTEGER NOT NULL,
+  count INTEGER NOT NULL
 );
 CREATE TABLE sync_log(
   dir TEXT PRIMARY KEY,
@@ -353,11 +359,43 @@ def reconcile(
     return total
 
 
+def fingerprint(folder: Path) -> tuple[int, int]:
+    """An order-independent checksum of every ``*.md`` entry's name, mtime, size and mode:
+    equal to the stored one means nothing in the folder changed, so the index rows need
+    not be read (the warm path of every read)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0, 0
+    base = f"{folder}{os.sep}"
+    total = 0
+    count = 0
+    crc = zlib.crc32
+    lstat = os.lstat
+    for name in names:
+        if not name.endswith(".md") or name.startswith("."):
+            continue
+        try:
+            st = lstat(base + name)
+        except OSError:
+            continue
+        total += crc(b"%s\0%d\0%d\0%d" % (name.encode("utf-8", "surrogateescape"), st.st_mtime_ns, st.st_size, st.st_mode))
+        count += 1
+    return total & 0x7FFFFFFFFFFFFFFF, count
+
+
 def _reconcile_folder(
     conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None
 ) -> SyncStats:
     stats = SyncStats()
     key = str(folder.path)
+    seen = fingerprint(folder.path)
+    stored = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
+    if stored is not None and (stored[0], stored[1]) == seen:
+        stats.scanned = seen[1]
+        if kind != "request":
+            _log_sync(conn, key, kind, stats)
+        return stats
     # Rows first, then the scan: a file another process writes and indexes in between is
     # then "new" (re-read, harmless), never "gone" (its row deleted).
     plain = conn.cursor()
@@ -372,8 +410,10 @@ def _reconcile_folder(
     new_odd = {p: reason for p, reason in odd.items() if p not in held}
     released = [p for p in held if p not in on_disk and p not in odd]
     if not (changed or removed or new_odd or released):
-        if kind != "request":  # explicit syncs (cli, submit, pull) are recorded even when idle (D31)
-            _log_sync(conn, key, kind, stats)
+        with transaction(conn):
+            _store_fingerprint(conn, key, seen)
+            if kind != "request":  # explicit syncs (cli, submit, pull) are recorded even when idle (D31)
+                _write_sync_row(conn, key, kind, stats, time.time())
         return stats
     rows: list[tuple[object, ...]] = []
     bad: list[tuple[str, int, int, str]] = []
@@ -422,6 +462,7 @@ def _reconcile_folder(
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
         if stats.changed or bad or kind != "request":
             _write_sync_row(conn, key, kind, stats, now)
+        _store_fingerprint(conn, key, seen)
     if len(rows) + len(removed) > 1000:
         with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -437,6 +478,15 @@ def _write_sync_row(conn: sqlite3.Connection, key: str, kind: str, stats: SyncSt
         "ON CONFLICT(dir) DO UPDATE SET at=excluded.at, kind=excluded.kind, added=excluded.added, "
         "updated=excluded.updated, removed=excluded.removed, scanned=excluded.scanned",
         (key, now, kind, stats.added, stats.updated, stats.removed, stats.scanned),
+    )
+
+
+def _store_fingerprint(conn: sqlite3.Connection, key: str, seen: tuple[int, int]) -> None:
+    """Taken before the scan: if anything changed since, the next read re-scans (safe side)."""
+    conn.execute(
+        "INSERT INTO folder_state(dir, checksum, count) VALUES (?,?,?) "
+        "ON CONFLICT(dir) DO UPDATE SET checksum=excluded.checksum, count=excluded.count",
+        (key, seen[0], seen[1]),
     )
 
 
