@@ -220,3 +220,27 @@ def test_pull_and_push_over_smart_http_with_token(cli: Any, tmp_path: Path, monk
         commit_file(alice, "more.md", "more\n")
         refused = cli("push")
         assert refused.rc == 1 and "uthentication" in refused.err
+
+
+def test_staged_change_in_the_way_is_refused(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    _, alice, bob = team
+    commit_file(bob, "notes.txt", "line\nfrom bob\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    (alice / "notes.txt").write_text("staged by alice\n")
+    git("add", "notes.txt", cwd=alice)
+    (alice / "notes.txt").write_text("line\n")  # work tree back to HEAD; the index differs
+    before = git("rev-parse", "HEAD", cwd=alice).strip()
+    result = cli("pull")
+    assert result.rc == 1 and "staged changes to notes.txt" in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == before
+    assert git("show", ":notes.txt", cwd=alice) == "staged by alice\n"
+
+
+def test_push_refuses_an_upstream_with_another_name(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    remote, alice, _ = team
+    git("switch", "-q", "-c", "feat", "origin/main", cwd=alice)
+    commit_file(alice, "f.txt", "feature\n")
+    before = git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip()
+    result = cli("push")
+    assert result.rc == 1 and "another name" in result.err and "git push -u origin feat" in result.err
+    assert git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip() == before

@@ -71,3 +71,14 @@ def test_unborn_head(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert result.rc == 0, result.err
     assert git("rev-list", "--count", "HEAD", cwd=repo).strip() == "1"
     git("fsck", cwd=repo)
+
+
+def test_paths_that_look_like_index_extensions_are_fine(cli: Any, git_repo: Path) -> None:
+    """Regression: a tracked path containing "link" once read as a split-index marker."""
+    for name in ("links.md", "unlink.c", "symlink/linker.c"):
+        (git_repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (git_repo / name).write_text("x\n")
+    git("add", ".", cwd=git_repo)
+    git("commit", "-q", "-m", "links", cwd=git_repo)
+    assert cli("sync-status").rc == 0
+    assert cli("submit", _draft(cli, "works next to links.md")).rc == 0

@@ -142,3 +142,51 @@ def test_git_memex_submit_from_a_subdirectory(cli: Any, git_repo: Path, tmp_path
     assert f"submitted {memory} [proposed]" in proc.stdout
     assert f".ai/open-memex/{memory}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
     assert not (sub / ".ai").exists()  # the memory dir is at the work-tree root, not the cwd
+
+
+def test_rerun_after_an_interrupted_submit(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """The repo copy was written but never committed, and the outbox copy is still there."""
+    memory = draft(cli, "interrupted submits recover")
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    result = cli("submit", memory)
+    assert result.rc == 0, result.err
+    assert f".ai/open-memex/{memory}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
+    assert not outbox_file.exists()
+    assert git("status", "--porcelain", cwd=git_repo).strip() == ""
+
+
+def test_rerun_never_rewinds_review_progress(cli: Any, git_repo: Path, data_root: Path) -> None:
+    memory = draft(cli, "review progress is never undone")
+    outbox_copy = next(data_root.rglob(f"{memory}.md")).read_text()
+    assert cli("submit", memory).rc == 0
+    assert cli("promote", memory, "--by", "bo").rc == 0
+    git("commit", "-q", "-am", "approve", cwd=git_repo)
+    leftover = data_root / "memories" / json.loads(cli("where", "--json").out)["project"] / f"{memory}.md"
+    leftover.write_text(outbox_copy)  # an outbox copy that survived somehow
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    result = cli("submit", memory)
+    assert result.rc == 0 and "already in the repository" in result.out
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head
+    assert "review_state: approved" in (git_repo / ".ai" / "open-memex" / f"{memory}.md").read_text()
+    assert not leftover.exists()
+
+
+def test_missing_identity_writes_nothing(cli: Any, git_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    empty = tmp_path / "empty-gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    memory = draft(cli, "who am I")
+    result = cli("submit", memory)
+    assert result.rc == 1 and "git does not know who you are" in result.err
+    assert not (git_repo / ".ai").exists()
+
+
+def test_invalid_branch_name(cli: Any, git_repo: Path) -> None:
+    result = cli("submit", draft(cli, "branch names are checked"), "--branch", "a..b")
+    assert result.rc == 2 and "not a valid branch name" in result.err
+    assert not (git_repo / ".ai").exists()

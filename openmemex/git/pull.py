@@ -16,6 +16,8 @@ from ..index import SyncStats
 from .repo import GitRepo, open_repo
 
 if TYPE_CHECKING:
+    import pygit2
+
     from .transport import Transport
 
 
@@ -82,6 +84,10 @@ def pull(ctx: Context) -> PullReport:
         )
     target = repo.get(new)
     assert target is not None
+    old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree)
+    new_tree = target.peel(pygit2.Tree)
+    paths = [d.new_file.path or d.old_file.path for d in old_tree.diff_to_tree(new_tree).deltas]
+    _refuse_staged_in_the_way(repo, paths)
     try:
         with repo.transaction() as tx:
             tx.lock_ref(local.name)
@@ -95,15 +101,34 @@ def pull(ctx: Context) -> PullReport:
                 "commit or stash them (git stash -u), then pull again"
             ) from None
         raise MemexError(f"the fast-forward failed ({text}); nothing was changed — retry, or use `git pull --ff-only`") from None
-    old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree)
-    new_tree = target.peel(pygit2.Tree)
-    diff = old_tree.diff_to_tree(new_tree)
     prefix = gitrepo.memory_rel + "/"
-    paths = [d.new_file.path or d.old_file.path for d in diff.deltas]
     report.files_changed = len(paths)
     report.memory_files_changed = sum(1 for p in paths if p.startswith(prefix))
     report.stats = ctx.sync("project", kind="pull")
     return report
+
+
+def _refuse_staged_in_the_way(repo: pygit2.Repository, paths: list[str]) -> None:
+    """A SAFE checkout compares the work tree with HEAD only; a staged change to a file the
+    pull would update must stop it too, as ``git pull --ff-only`` does."""
+    import pygit2
+
+    staged = (pygit2.enums.FileStatus.INDEX_NEW | pygit2.enums.FileStatus.INDEX_MODIFIED
+              | pygit2.enums.FileStatus.INDEX_DELETED | pygit2.enums.FileStatus.INDEX_RENAMED
+              | pygit2.enums.FileStatus.INDEX_TYPECHANGE)  # fmt: skip
+    blocked = []
+    for path in paths:
+        try:
+            flags = repo.status_file(path)
+        except (KeyError, pygit2.GitError):
+            continue
+        if flags & staged:
+            blocked.append(path)
+    if blocked:
+        raise MemexError(
+            f"staged changes to {', '.join(blocked[:3])} would be overwritten by the pull; nothing was changed — "
+            "commit them or `git stash`, then pull again"
+        )
 
 
 @dataclass
@@ -130,6 +155,11 @@ def push(ctx: Context) -> PushReport:
             merge_ref = str(repo.config[f"branch.{name}.merge"])
         except KeyError:
             merge_ref = f"refs/heads/{name}"
+        if merge_ref != f"refs/heads/{name}" and (gitrepo.config_value("push", "default") or "simple") != "upstream":
+            raise MemexError(
+                f"{name} tracks {upstream.shorthand}, a branch with another name; open-memex pushes only to a "
+                f"branch of the same name (as `git push` does) — publish it with `git push -u {remote} {name}`"
+            )
     else:
         names = list(repo.remotes.names())
         if not names:

@@ -113,13 +113,8 @@ def _check_supported(common_dir: Path, git_dir: Path) -> None:
             "sparse checkout is enabled; libgit2 would write excluded files — "
             "run `git sparse-checkout disable` or use plain `git` for memory files"
         )
-    index = git_dir / "index"
-    try:
-        with index.open("rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return
-    if b"link" in head[-(1 << 12):] or (read_config_value(config, "core", None, "splitindex") or "").lower() == "true":
+    split = (read_config_value(config, "core", None, "splitindex") or "").lower() == "true"
+    if split or any(git_dir.glob("sharedindex.*")):
         raise UnsupportedRepository(
             "this repository uses a split index — run `git update-index --no-split-index` first"
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from .. import index, store
@@ -23,6 +24,9 @@ from ..model import Memory
 from ..redact import find_secrets
 from ..review import apply_transition, default_reviewer
 from .repo import GitRepo, ensure_gitattributes, open_repo
+
+if TYPE_CHECKING:
+    import pygit2
 
 SUBMITTABLE = ("draft", "rejected", "approved")
 
@@ -51,6 +55,8 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
     repo_folder = Folder(gitrepo.memory_dir, "repo", ctx.project.key)
     # 1. validate everything before touching anything (all-or-nothing)
     plan: list[Memory] = []
+    leftovers: list[Path] = []  # outbox copies whose repo copy already exists (an interrupted run)
+    pending: list[Path] = []  # repo copies written by an interrupted run but never committed
     report = SubmitReport(branch=branch or gitrepo.branch or "")
     for memory_id in ids:
         rows = rows_for(ctx.conn, memory_id, folders)
@@ -65,8 +71,6 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
             memory = read_memory(Path(row["file_path"]), ctx.project.key)
         except MemoryFileError as exc:
             raise MemexError(f"{row['file_path']} is unreadable ({exc}); fix it before submitting") from None
-        if memory.review_state not in SUBMITTABLE:
-            raise LifecycleError(f"{memory.id} is {memory.review_state}; only draft, rejected or approved drafts can be submitted")
         target = gitrepo.memory_dir / f"{memory.id}.md"
         if target.exists():
             try:
@@ -78,6 +82,14 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
                     f"{gitrepo.rel(target)} already exists with different content — nothing was submitted; "
                     f"compare it with `open-memex show {memory.id}` and supersede instead"
                 )
+            # the repo copy wins (it may have moved on in review); never rewrite it
+            report.already.append(memory.id)
+            leftovers.append(Path(row["file_path"]))
+            if not _committed(gitrepo, target):
+                pending.append(target)
+            continue
+        if memory.review_state not in SUBMITTABLE:
+            raise LifecycleError(f"{memory.id} is {memory.review_state}; only draft, rejected or approved drafts can be submitted")
         findings = find_secrets(serialize(memory), ctx.config.redact_patterns)
         if findings:
             first = findings[0]
@@ -86,47 +98,94 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
                 f"edit the draft (or `open-memex supersede {memory.id} …`) and retry"
             )
         plan.append(memory)
-    if not plan:
-        return report
-    if _signing_required(gitrepo) and not allow_unsigned:
-        raise MemexError(
-            "commit.gpgsign is set, but open-memex commits in-process and cannot sign them; nothing was "
-            "submitted — re-run with --allow-unsigned to make an unsigned commit"
-        )
-    if gitrepo.repo.head_is_detached and branch is None:
-        raise MemexError("HEAD is detached — switch to a branch first (git switch <branch>), or pass --branch NAME")
-    if branch is not None:
-        report.created_branch = _switch_to_new_branch(gitrepo, branch)
-        report.branch = branch
-    # 2. write the in-repo copies
-    who = default_reviewer(ctx)
-    written: list[Path] = []
-    attributes = ensure_gitattributes(gitrepo)
-    if attributes is not None:
-        written.append(attributes)
-    for memory in plan:
-        new_state = "approved" if memory.review_state == "approved" else "proposed"
-        apply_transition(memory, new_state, who, f"submitted to branch {report.branch}")
-        written.append(store.save(memory, gitrepo.memory_dir))
-        report.submitted.append((memory.id, new_state))
-    # 3. commit only our paths, then refresh only them in the real index
-    message = (
-        f"mem: submit {len(plan)} memor{'y' if len(plan) == 1 else 'ies'} for review "
-        f"({' '.join(m.id[:8] for m in plan)})"
-    )
-    report.commit = commit_paths(gitrepo, [gitrepo.rel(p) for p in written], message)
-    # 4. verify the commit, then remove the outbox copies
-    _verify(gitrepo, report.commit, written)
+    if plan or pending:
+        if _signing_required(gitrepo) and not allow_unsigned:
+            raise MemexError(
+                "commit.gpgsign is set, but open-memex commits in-process and cannot sign them; nothing was "
+                "submitted — re-run with --allow-unsigned to make an unsigned commit"
+            )
+        if gitrepo.repo.head_is_detached and branch is None:
+            raise MemexError("HEAD is detached — switch to a branch first (git switch <branch>), or pass --branch NAME")
+        if branch is not None:
+            _check_branch_name(branch)
+        identity = (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
+        if branch is not None:
+            report.created_branch = _switch_to_new_branch(gitrepo, branch)
+            report.branch = branch
+        # 2. write the in-repo copies (removed again if the commit fails)
+        who = default_reviewer(ctx)
+        created: list[Path] = []
+        try:
+            attributes = gitrepo.memory_dir / ".gitattributes"
+            if ensure_gitattributes(gitrepo) is not None:
+                created.append(attributes)
+            for memory in plan:
+                new_state = "approved" if memory.review_state == "approved" else "proposed"
+                apply_transition(memory, new_state, who, f"submitted to branch {report.branch}")
+                created.append(store.save(memory, gitrepo.memory_dir))
+                report.submitted.append((memory.id, new_state))
+            paths = [p for p in created if p != attributes] + pending
+            if attributes.exists() and not _in_head(gitrepo, attributes):
+                paths.append(attributes)  # ours, never committed (e.g. an interrupted first submit)
+            # 3. commit only our paths, then refresh only them in the real index
+            ids_text = " ".join(p.stem[:8] for p in paths if p != attributes)
+            count = len(paths) - (attributes in paths)
+            message = f"mem: submit {count} memor{'y' if count == 1 else 'ies'} for review ({ids_text})"
+            report.commit = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity)
+            _verify(gitrepo, report.commit, paths)
+        except BaseException:
+            for path in created:
+                path.unlink(missing_ok=True)
+            raise
+    # 4. only now remove the outbox copies
     gone: list[Path] = []
     for memory in plan:
         outbox_path = outbox.path / f"{memory.id}.md"
         store.delete(outbox_path)
         gone.append(outbox_path)
+    for path in leftovers:
+        store.delete(path)
+        gone.append(path)
     index.apply_changes(ctx.conn, [(memory, repo_folder) for memory in plan], gone)
     return report
 
 
-def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str) -> str:
+def _committed(gitrepo: GitRepo, path: Path) -> bool:
+    """Whether HEAD already holds exactly this file."""
+    import pygit2
+
+    repo = gitrepo.repo
+    if repo.head_is_unborn or not path.exists():
+        return False
+    try:
+        entry = repo.head.peel(pygit2.Commit).tree[gitrepo.rel(path)]
+    except KeyError:
+        return False
+    blob = repo[entry.id]
+    return isinstance(blob, pygit2.Blob) and blob.data == path.read_bytes()
+
+
+def _in_head(gitrepo: GitRepo, path: Path) -> bool:
+    import pygit2
+
+    if gitrepo.repo.head_is_unborn:
+        return False
+    try:
+        gitrepo.repo.head.peel(pygit2.Commit).tree[gitrepo.rel(path)]
+    except KeyError:
+        return False
+    return True
+
+
+def _check_branch_name(name: str) -> None:
+    import pygit2
+
+    if name.startswith("-") or not pygit2.reference_is_valid_name(f"refs/heads/{name}"):
+        raise UsageError(f"{name!r} is not a valid branch name")
+
+
+def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
+                 identity: tuple[pygit2.Signature, pygit2.Signature] | None = None) -> str:  # fmt: skip
     """Commit exactly ``rel_paths`` (as in the work tree) on top of HEAD; returns the sha."""
     import pygit2
 
@@ -144,7 +203,7 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str) -> str:
     tree = tmp.write_tree(repo)
     if not unborn and tree == repo.head.peel(pygit2.Commit).tree.id:
         return str(repo.head.target)
-    author, committer = gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER")
+    author, committer = identity or (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
     try:
         oid = repo.create_commit("HEAD", author, committer, message, tree, parents)
     except (pygit2.GitError, OSError) as exc:
