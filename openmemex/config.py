@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,15 +62,29 @@ def _patterns(value: Any) -> list[str]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of regular expressions")
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a valid regular expression ({exc})") from None
     return list(value)
 
 
+def _url(value: Any) -> str:
+    text = str(value).strip()
+    if text and not text.startswith(("https://", "http://")):
+        raise ValueError("expected an http(s) URL such as https://ghe.example.com/api/v3")
+    return text
+
+
 def check_memory_dir(value: Any) -> str:
-    """A relative folder inside the repository: no absolute path, no ``..`` (D23, D63)."""
+    """A relative folder inside the repository: no absolute path, no ``..``, not the
+    repository root and not inside ``.git`` (D23, D63)."""
     text = str(value).strip().replace("\\", "/")
     pure = PurePosixPath(text)
-    if not text or pure.is_absolute() or ".." in pure.parts or (len(text) > 1 and text[1] == ":"):
-        raise ValueError("memoryDir must be a relative folder inside the repository, without '..'")
+    if (not text or pure.is_absolute() or ".." in pure.parts or (len(text) > 1 and text[1] == ":")
+            or str(pure) == "." or (pure.parts and pure.parts[0].lower() == ".git")):  # fmt: skip
+        raise ValueError("memoryDir must be a relative folder inside the repository (not '.', not in .git, without '..')")
     return str(pure)
 
 
@@ -85,7 +100,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "logLevel": _choice("info", "debug"),
     "sync.autoPull": _bool,
     "sync.transport": _choice("auto", "git", "pygit2"),
-    "github.apiUrl": str,
+    "github.apiUrl": _url,
 }
 
 
@@ -118,8 +133,6 @@ def strip_jsonc(text: str) -> str:
             out.append(ch)
         i += 1
     cleaned = "".join(out)
-    import re
-
     return re.sub(r",(\s*[}\]])", r"\1", cleaned)
 
 
@@ -168,17 +181,28 @@ def load_config(path: Path) -> Config:
         if not isinstance(parsed, dict):
             raise MemexError(f"config file {path} must hold a JSON object; fix or delete it")
         user = parsed
+    for section in ("sync", "github"):
+        if section in user and not isinstance(user[section], dict):
+            _warn(f"{section!r} in {path} must be an object; using the defaults")
+            user.pop(section)
     values = _merge(DEFAULTS, user)
-    try:
-        values["memoryDir"] = check_memory_dir(values["memoryDir"])
-    except ValueError:
-        print(
-            f"open-memex: warning: memoryDir {values['memoryDir']!r} in {path} escapes the repository; "
-            f"using {DEFAULT_MEMORY_DIR}",
-            file=sys.stderr,
-        )
-        values["memoryDir"] = DEFAULT_MEMORY_DIR
+    for key, check in VALIDATORS.items():
+        head, _, tail = key.partition(".")
+        node = values[head] if tail else values
+        name = tail or head
+        if name not in node:
+            continue
+        try:
+            node[name] = check(node[name])
+        except (TypeError, ValueError) as exc:
+            default = DEFAULTS[head][tail] if tail else DEFAULTS[head]
+            _warn(f"{key} in {path} is invalid ({exc}); using {default!r}")
+            node[name] = default
     return Config(values, path, exists)
+
+
+def _warn(message: str) -> None:
+    print(f"open-memex: warning: {message}", file=sys.stderr)
 
 
 def set_value(path: Path, key: str, raw_value: str) -> Any:
@@ -195,8 +219,11 @@ def set_value(path: Path, key: str, raw_value: str) -> Any:
         raise UsageError(f"invalid value for {key}: {exc}") from None
     current: dict[str, Any] = {}
     if path.is_file():
-        text = path.read_text("utf-8")
-        loaded = json.loads(strip_jsonc(text)) if text.strip() else {}
+        try:
+            text = path.read_text("utf-8")
+            loaded = json.loads(strip_jsonc(text)) if text.strip() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MemexError(f"config file {path} is not valid JSON ({exc}); fix or delete it first") from None
         current = loaded if isinstance(loaded, dict) else {}
     node = current
     parts = key.split(".")

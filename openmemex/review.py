@@ -93,6 +93,10 @@ def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: boo
     else:
         new = LADDER[LADDER.index(old) + 1]
     who = by or default_reviewer(ctx)
+    if note:
+        from .write import clean
+
+        note = clean(ctx, note).text  # review notes travel with the file: same redaction (D14)
     apply_transition(memory, new, who, note)
     store.save(memory, folder.path)
     index.upsert(ctx.conn, memory, folder)

@@ -343,3 +343,24 @@ def test_soft_forget_of_a_repo_memory_warns(cli: Any, git_repo: Path) -> None:
     cli("submit", hard)
     deleted = cli("forget", hard)
     assert "commit the deletion" in deleted.err
+
+
+def test_bad_config_values_fall_back_with_a_warning(cli: Any, data_root: Path) -> None:
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "config.json").write_text('{"redactPatterns": 5, "sync": "git", "memoryDir": ".git/mem"}')
+    result = cli("add", "a bad cab stays readable")
+    assert result.rc == 0
+    assert "redactPatterns" in result.err and "'sync' in" in result.err and "memoryDir" in result.err
+    doc = json.loads(cli("show", ID.search(result.out).group(1), "--json").out)  # type: ignore[union-attr]
+    assert doc["body"] == "a bad cab stays readable"
+    assert cli("config", "set", "redactPatterns", '["(sk_"]').rc == 2
+    assert cli("config", "set", "memoryDir", ".").rc == 2
+
+
+def test_review_notes_are_redacted(cli: Any, git_repo: Path) -> None:
+    memory = add(cli, "tokens rotate weekly")
+    cli("submit", memory)
+    token = "ghp_" + "R3v1" * 9
+    assert cli("promote", memory, "--reject", "--note", f"leaked {token} here").rc == 0
+    text = (git_repo / ".ai" / "open-memex" / f"{memory}.md").read_text()
+    assert token not in text and "ghp_xxxx" in text

@@ -20,7 +20,7 @@ import pytest
 from openmemex import paths
 from openmemex.config import set_value
 from openmemex.context import Context
-from openmemex.errors import MemexError
+from openmemex.errors import MemexError, UsageError
 from openmemex.git.pr_status import (
     PrReport,
     PullRequestInfo,
@@ -407,7 +407,9 @@ def test_fallback_to_pending_memories_when_pr_has_no_memory_files(
     assert report.from_pr_files is False
     assert {m.id: m.action for m in report.memories} == {proposed.id: "approve", approved.id: "unchanged"}
     assert "the PR changes no memory file" in render(report)
-    assert disk(repo, proposed).review_state == "approved"
+    assert "not applied: these memories are not part of this PR" in render(report)
+    assert report.applied is False
+    assert disk(repo, proposed).review_state == "proposed"  # never changed by a PR that did not touch it
 
 
 def test_only_the_prs_memory_files_are_mapped_across_pages(
@@ -542,9 +544,11 @@ def test_api_url_precedence_and_derivation(repo: Path, data_root: Path) -> None:
         assert _api_url(ctx, ghe, "http://x") == "http://x"
         with pytest.raises(MemexError, match=r"--api-url 'ghe.corp/api/v3' is not an http\(s\) URL"):
             _api_url(ctx, ghe, "ghe.corp/api/v3")
-    set_value(paths.config_path(data_root), "github.apiUrl", "api.github.com")
-    with Context.load() as ctx, pytest.raises(MemexError, match=r"config github.apiUrl 'api.github.com'"):
-        _api_url(ctx, ghe, None)
+    with pytest.raises(UsageError, match="expected an http"):
+        set_value(paths.config_path(data_root), "github.apiUrl", "api.github.com")
+    paths.config_path(data_root).write_text('{"github": {"apiUrl": "api.github.com"}}')  # hand-edited
+    with Context.load() as ctx:  # an invalid value falls back to the default, with a warning
+        assert _api_url(ctx, ghe, None) == "https://ghe.corp.example/api/v3"
 
 
 def test_enterprise_remote_uses_enterprise_token(

@@ -185,7 +185,10 @@ def render(report: PrReport) -> str:
         lines.append(f"  {m.id}  {_describe(m)}")
     count = len(report.transitions)
     plural = "transition" if count == 1 else "transitions"
-    if count == 0:
+    if not report.from_pr_files and count:
+        lines.append("not applied: these memories are not part of this PR — promote them yourself "
+                     "(open-memex promote ID) if the PR really reviewed them")  # fmt: skip
+    elif count == 0:
         lines.append("nothing to apply")
     elif report.applied:
         lines.append(
@@ -310,9 +313,10 @@ def pr_status(ctx: Context, apply: bool = False, api_url: str | None = None) -> 
     folder = _repo_folder(ctx)
     pr, files = _fetch(api, token, remote, head_ref, remote_name)
     outcomes, from_files = _outcomes(ctx, folder, gitrepo.memory_rel, files, pr)
-    if apply:
+    applied = apply and from_files  # memories outside the PR are shown, never changed
+    if applied:
         _apply(ctx, folder, outcomes)
-    return PrReport(branch, remote_name, remote.slug, api, pr, outcomes, apply, from_files, gitrepo.memory_rel)
+    return PrReport(branch, remote_name, remote.slug, api, pr, outcomes, applied, from_files, gitrepo.memory_rel)
 
 
 def run_cli(apply: bool = False, as_json: bool = False, api_url: str | None = None,
