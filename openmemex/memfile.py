@@ -31,7 +31,9 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 _BOUNDARY = YAMLHandler.FM_BOUNDARY
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)")
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/@+]*$")
-_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# YAML 1.2 readers (the TypeScript original's js-yaml) take these as numbers or booleans.
+_YAML12_SPECIAL = re.compile(r"^[-+]?(\.\d+|\d[\d_]*(\.\d*)?)([eE][-+]?\d+)?$|^0o[0-7]+$|^0x[0-9a-fA-F]+$|^(true|false|null)$", re.I)
 
 
 class MemoryFileError(Exception):
@@ -93,7 +95,7 @@ def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
     except ValueError as exc:
         raise MemoryFileError(str(exc)) from None
     memory = _to_memory(normalized, body)
-    memory.raw = _split_raw(fm_text, normalized, raw_body, body)
+    memory.raw = _split_raw(fm_text, meta, normalized, raw_body, body)
     return memory
 
 
@@ -219,7 +221,8 @@ def _to_memory(fields: dict[str, Any], body: str) -> Memory:
     )
 
 
-def _split_raw(fm_text: str, parsed: dict[str, Any], raw_body: str, body: str) -> RawFile | None:
+def _split_raw(fm_text: str, meta: dict[str, Any], normalized: dict[str, Any], raw_body: str,
+               body: str) -> RawFile | None:  # fmt: skip
     lines = fm_text.strip("\n").split("\n") if fm_text.strip() else []
     preamble: list[str] = []
     segments: list[tuple[str, list[str]]] = []
@@ -232,8 +235,17 @@ def _split_raw(fm_text: str, parsed: dict[str, Any], raw_body: str, body: str) -
         else:
             preamble.append(line)
     keys = [k for k, _ in segments]
-    if len(set(keys)) != len(keys) or set(keys) != set(parsed):
+    if len(set(keys)) != len(keys) or set(keys) != {str(k) for k in meta}:
         return None  # unusual layout (quoted keys, duplicates): rewrite canonically instead
+    # What each line "says", to tell later whether a value changed. Representation-only
+    # normalization (an unquoted time) keeps the line; a semantic one (v1 ``scope: user``)
+    # makes it differ, so the rewrite writes the current value.
+    parsed: dict[str, Any] = {}
+    for key in keys:
+        value = normalized.get(key, meta.get(key))
+        if key in ("scope", "scope_key", "type") and meta.get(key) != value:
+            value = meta.get(key)
+        parsed[key] = value
     return RawFile(preamble, segments, parsed, raw_body, body)
 
 
@@ -260,6 +272,7 @@ def serialize(memory: Memory) -> str:
                 out.extend(lines)
             else:
                 out.extend(emit_field(key, fields[key]))
+                out.extend(line for line in lines[1:] if line.startswith("#"))  # own-line comments stay
             written.add(key)
         for key, value in fields.items():
             if key not in written:
@@ -321,7 +334,7 @@ def emit_scalar(value: Any, quote_time: bool = False) -> str:
 def _is_plain(text: str) -> bool:
     cached = _plain_cache.get(text)
     if cached is None:
-        cached = bool(_PLAIN.match(text)) and yaml.load(text, Loader=_Loader) == text
+        cached = bool(_PLAIN.match(text)) and not _YAML12_SPECIAL.match(text) and yaml.load(text, Loader=_Loader) == text
         if len(_plain_cache) < 4096:
             _plain_cache[text] = cached
     return cached

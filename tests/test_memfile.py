@@ -155,3 +155,48 @@ def test_org_team_public_rejected_by_schema() -> None:
         text = EXAMPLE.format(id=new_ulid()).replace("scope: project #", f"scope: {scope} #")
         with pytest.raises(MemoryFileError, match="scope"):
             parse_memory(text.encode())
+
+
+def test_comment_lines_survive_a_changed_key(tmp_path: Path) -> None:
+    text = EXAMPLE.format(id=new_ulid()).replace(
+        "status: active # active | superseded | deprecated | retracted | archived\n",
+        "status: active\n# status notes: keep this comment\n",
+    )
+    memory = parse_memory(text.encode())
+    memory.status = "deprecated"
+    out = serialize(memory)
+    assert "status: deprecated\n# status notes: keep this comment\n" in out
+
+
+def test_older_writer_file_keeps_its_formatting() -> None:
+    memory_id = new_ulid()
+    text = (
+        f"---\nid: {memory_id}\nscope: personal # mine\nscope_key: personal\ntype: fact\n"
+        "created_at: 2026-01-01T00:00:00Z\nx_when: 2026-01-01\ntags: [a, b]\n---\n\nbody text\n"
+    )
+    memory = parse_memory(text.encode())
+    memory.tags = ["a", "b", "c"]
+    out = serialize(memory)
+    assert "scope: personal # mine" in out and "x_when: 2026-01-01\n" in out
+    assert "created_at: 2026-01-01T00:00:00Z\n" in out and "tags: [a, b, c]" in out
+    assert "schema_version: 2" in out and "status: active" in out  # filled-in keys are added
+    again = parse_memory(out.encode())
+    assert again.extra["x_when"] == memory.extra["x_when"]
+
+
+def test_v1_values_are_rewritten_current() -> None:
+    memory_id = new_ulid()
+    text = f"---\nid: {memory_id}\nscope: user\ntype: instruction\ncreated_at: 1700000000000\n---\nuse tabs\n"
+    memory = parse_memory(text.encode())
+    memory.tags = ["style"]
+    out = serialize(memory)
+    assert "scope: personal" in out and "type: knowledge" in out and "role: instruction" in out
+
+
+@pytest.mark.parametrize("value", ["1e3", "0o17", "0x1F", "1_000", ".5", "True", "NULL", "a\x85b", "x\u2028y"])
+def test_yaml12_lookalikes_are_quoted(value: str) -> None:
+    memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body="b", tags=[value],
+                    created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")  # fmt: skip
+    text = serialize(memory)
+    assert f"tags: [{value}]" not in text
+    assert parse_memory(text.encode()).tags == [value]
