@@ -64,7 +64,11 @@ def migrate(ctx: Context, source: str, target: str | None = None, dry_run: bool 
                 existing = read_memory(target_path, dst)
             except MemoryFileError:
                 existing = None
-            if existing is not None and existing.body == memory.body:
+            same = existing is not None and all(
+                getattr(existing, f) == getattr(memory, f)
+                for f in ("body", "status", "review_state", "review_history", "superseded_by", "supersedes")
+            )
+            if same:
                 report.skipped.append(memory.id)
                 if not dry_run:
                     store.delete(path)

@@ -104,26 +104,29 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     overfetch = min(3 * limit + 10, 150)
     params.append(overfetch)
     weights = ", ".join(str(w) for w in WEIGHTS)
+    hidden_clause = "m.status IN ('retracted', 'archived')"
+    result.hidden_retracted = ctx.conn.execute(
+        f"SELECT COUNT(*) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} AND {hidden_clause}",
+        params[:-1],
+    ).fetchone()[0]
     rows = ctx.conn.execute(
         f"SELECT m.*, bm25(memories_fts, {weights}) AS rank, "
         f"snippet(memories_fts, 0, '[', ']', ' … ', 12) AS snip, "
         f"highlight(memories_fts, 1, '\x01', '\x02') AS tag_hl, "
         f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl "
         f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} "
+        f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} AND NOT {hidden_clause} "
         f"ORDER BY rank LIMIT ?",
         params,
     ).fetchall()
-    result.candidates = len(rows)
+    result.candidates = len(rows) + result.hidden_retracted
     by_id: dict[str, sqlite3.Row] = {}
     for row in rows:
         by_id.setdefault(row["id"], row)
     seen: set[str] = set()
     hits: list[Hit] = []
     for row in rows:
-        if row["status"] in HIDDEN_STATUSES:
-            result.hidden_retracted += 1
-            continue
         target = row
         if row["status"] == "superseded":
             target = newest_in_chain(ctx.conn, dict(by_id), row, dirs)

@@ -364,3 +364,12 @@ def test_review_notes_are_redacted(cli: Any, git_repo: Path) -> None:
     assert cli("promote", memory, "--reject", "--note", f"leaked {token} here").rc == 0
     text = (git_repo / ".ai" / "open-memex" / f"{memory}.md").read_text()
     assert token not in text and "ghp_xxxx" in text
+
+
+def test_hidden_memories_never_crowd_out_hits(cli: Any) -> None:
+    for i in range(15):
+        memory = add(cli, f"alpha retracted note {i} {i * 31}")
+        cli("forget", memory, "--soft")
+    keep = add(cli, "alpha note that is still true")
+    result = cli("search", "alpha", "--limit", "1", "--explain")
+    assert keep in result.out and "15 retracted/archived" in result.out

@@ -181,7 +181,7 @@ def test_rebase_time_conflict(cli: Any, git_repo: Path) -> None:
     assert git("status", "--porcelain", cwd=git_repo).strip() == ""
 
 
-def test_rebase_labels(git_repo: Path) -> None:
+def test_merge_labels_outside_a_rebase(git_repo: Path) -> None:
     import pygit2
 
     from openmemex.git.resolve import side_labels
@@ -219,3 +219,40 @@ def test_setup_keeps_a_foreign_driver(cli: Any, git_repo: Path) -> None:
     result = cli("setup")
     assert result.rc == 0 and "left unchanged" in result.err
     assert git("config", "merge.openmemex.driver", cwd=git_repo).strip() == "my-own-tool %O %A %B"
+
+
+def test_merge_driver_conflict_leaves_markers_and_resolve_still_works(cli: Any, git_repo: Path) -> None:
+    assert cli("setup").rc == 0
+    git("add", MEMDIR, cwd=git_repo)
+    git("commit", "-q", "-m", "driver", cwd=git_repo)
+    memory_id = new_ulid()
+    _write(git_repo, _memory(git_repo, id=memory_id), "base")
+    git("switch", "-q", "-c", "feature", cwd=git_repo)
+    _edit(git_repo, memory_id, "theirs", body="Cache TTL is 30s.")
+    git("switch", "-q", "main", cwd=git_repo)
+    _edit(git_repo, memory_id, "ours", body="Cache TTL is 90s.")
+    proc = subprocess.run(["git", "merge", "feature"], cwd=git_repo, capture_output=True, text=True)
+    assert proc.returncode != 0 and "semantic conflict" in proc.stderr
+    text = (git_repo / MEMDIR / f"{memory_id}.md").read_text()
+    assert "<<<<<<<" in text and "Cache TTL is 90s." in text and "Cache TTL is 30s." in text
+    result = cli("resolve", memory_id)
+    assert result.rc == 3  # stages 1/2/3 are still there: the same semantic conflict is reported
+
+
+def test_rebase_labels_in_a_rebase(cli: Any, git_repo: Path) -> None:
+    import pygit2
+
+    from openmemex.git.resolve import side_labels
+
+    memory_id = new_ulid()
+    _write(git_repo, _memory(git_repo, id=memory_id), "base")
+    git("switch", "-q", "-c", "feature", cwd=git_repo)
+    _edit(git_repo, memory_id, "feature", body="mine")
+    git("switch", "-q", "main", cwd=git_repo)
+    _edit(git_repo, memory_id, "main", body="upstream")
+    git("switch", "-q", "feature", cwd=git_repo)
+    assert subprocess.run(["git", "rebase", "main"], cwd=git_repo, capture_output=True).returncode != 0
+    labels = side_labels(pygit2.Repository(str(git_repo)))
+    assert labels == ("upstream (being rebased onto)", "your commit (being replayed)")
+    result = cli("resolve", memory_id)
+    assert result.rc == 3 and "upstream (being rebased onto)" in result.err

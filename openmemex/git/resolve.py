@@ -160,6 +160,7 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str) ->
         sys.stderr.write(f"open-memex merge-driver: {path}: {exc}; leaving it to git\n")
         return 1
     merger: TextMerge | None = None
+    repo = None
     try:
         import pygit2
 
@@ -171,10 +172,25 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str) ->
     if not outcome.clean:
         sys.stderr.write(f"open-memex: {path}: semantic conflict — " + "; ".join(outcome.conflicts) + "\n")
         sys.stderr.write("  run `open-memex resolve` to see it again, then edit the file and `git add` it\n")
+        if repo is not None:  # leave git's usual conflict markers, so neither side is lost from view
+            marked = _with_markers(repo, base_b, ours_b, theirs_b)
+            if marked is not None:
+                store.write_atomic(Path(ours_path), marked)
         return 1
     assert outcome.merged is not None
     store.write_atomic(Path(ours_path), serialize(outcome.merged))
     return 0
+
+
+def _with_markers(repo: pygit2.Repository, base: bytes, ours: bytes, theirs: bytes) -> str | None:
+    import pygit2
+
+    entries = [
+        pygit2.IndexEntry("memory.md", repo.create_blob(data), pygit2.enums.FileMode.BLOB)
+        for data in (base, ours, theirs)
+    ]
+    result = repo.merge_file_from_index(entries[0], entries[1], entries[2])
+    return None if isinstance(result, str) else str(result.contents)
 
 
 @dataclass
