@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from . import index, paths
 from .context import Context
+from .errors import MemexError
 
 
 @dataclass
@@ -39,7 +41,11 @@ def run_checks(ctx: Context) -> list[Check]:
     checks.append(Check("yaml", bool(getattr(yaml, "__with_libyaml__", False)),
                         "libyaml C loader" if getattr(yaml, "__with_libyaml__", False) else
                         "pure-Python YAML (slow) — reinstall PyYAML from a wheel"))  # fmt: skip
-    conn = ctx.conn
+    try:
+        conn = ctx.conn
+    except (MemexError, OSError, sqlite3.Error) as exc:
+        checks.append(Check("locking", False, f"the index cannot be opened: {exc}"))
+        return checks
     mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     checks.append(Check("locking", mode == "wal" and timeout >= 1000, f"journal_mode={mode}, busy_timeout={timeout} ms"))

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import StoreBusyError
+from .errors import MemexError, StoreBusyError
 from .ids import parse_time
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
@@ -177,7 +177,12 @@ def _looks_corrupt(exc: sqlite3.DatabaseError) -> bool:
 
 
 def _connect(db_path: Path) -> sqlite3.Connection:
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemexError(
+            f"cannot use {db_path.parent} as the data root ({exc.strerror}) — point OPEN_MEMEX_HOME at a writable folder"
+        ) from None
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
@@ -200,6 +205,8 @@ def _connect(db_path: Path) -> sqlite3.Connection:
 def busy_error(exc: sqlite3.OperationalError) -> Exception:
     if "locked" in str(exc) or "busy" in str(exc):
         return StoreBusyError("the memory store is busy (another open-memex is writing); nothing was lost — retry")
+    if "unable to open" in str(exc) or "readonly" in str(exc):
+        return MemexError(f"cannot open the index ({exc}) — check that the data root is writable (`open-memex where`)")
     return exc
 
 

@@ -373,3 +373,25 @@ def test_hidden_memories_never_crowd_out_hits(cli: Any) -> None:
     keep = add(cli, "alpha note that is still true")
     result = cli("search", "alpha", "--limit", "1", "--explain")
     assert keep in result.out and "15 retracted/archived" in result.out
+
+
+def test_unusable_data_root_is_one_line(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(blocker))
+    result = cli("search", "anything")
+    assert result.rc == 1 and result.err.startswith("open-memex: error: cannot use") and "Traceback" not in result.err
+    assert cli("doctor").rc == 1
+
+
+def test_corrupt_repository_is_one_line(cli: Any, git_repo: Path) -> None:
+    (git_repo / ".git" / "HEAD").write_text("garbage\n")
+    result = cli("sync-status")
+    assert result.rc == 1 and result.err.startswith("open-memex: error: git:")
+
+
+def test_show_json_with_a_date_typed_unknown_field(cli: Any, data_root: Path) -> None:
+    memory = add(cli, "dates in unknown fields", "--scope", "personal")
+    path = next(data_root.rglob(f"{memory}.md"))
+    path.write_text(path.read_text().replace("review_history: []", "review_history: []\nx_when: 2026-01-01"))
+    assert json.loads(cli("show", memory, "--json").out)["x_when"] == "2026-01-01"

@@ -65,6 +65,10 @@ def run(tokens: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, cyclopts.CycloptsError):
             return 2
+        if type(exc).__module__.split(".")[0] in ("pygit2", "_pygit2"):
+            # the repository itself is in a state libgit2 refuses (corrupt HEAD, locked refs, …)
+            sys.stderr.write(f"open-memex: error: git: {exc} — check the repository with `git status`\n")
+            return 1
         return _crash(exc)
     if isinstance(result, bool):
         return 0 if result else 1

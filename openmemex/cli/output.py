@@ -17,7 +17,7 @@ def note(text: str) -> None:
 
 def emit_json(document: Any) -> None:
     """Exactly one JSON document on stdout (SPEC §6)."""
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def split_list(value: str | None, seps: str = ",") -> list[str]:
