@@ -3,7 +3,9 @@ working folder; a tripwire fails any test that touches the real data root."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,6 +20,7 @@ import pytest
 _REAL_HOME = Path(os.environ.get("HOME", str(Path.home())))
 _REAL_DATA_ROOT = Path(os.environ.get("XDG_DATA_HOME") or _REAL_HOME / ".local" / "share") / "open-memex"
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="omx-session-"))
+atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
 _GITCONFIG = _SESSION_DIR / "gitconfig"
 _GITCONFIG.write_text(
     "[user]\n\tname = Test User\n\temail = test@example.com\n"
