@@ -308,21 +308,50 @@ def upsert(conn: sqlite3.Connection, memory: Memory, folder: Folder) -> None:
 
 
 def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]], removed: list[Path]) -> None:
-    """Index files just written and forget files just deleted, in one transaction."""
+    """Index files just written and forget files just deleted, in one transaction, and
+    carry the folders' fingerprints along by exactly these changes: if anything else
+    changed meanwhile, the next fingerprint differs and that read re-scans (safe side)."""
     rows = []
+    deltas: dict[str, list[int]] = {}  # dir -> [checksum delta, count delta]
+    unknown: set[str] = set()
     for memory, folder in written:
         assert memory.path is not None
-        st = memory.path.stat()
+        st = os.lstat(memory.path)
         rows.append(_row_values(memory, folder, memory.path, st.st_mtime_ns, st.st_size))
+        key = str(memory.path.parent)
+        delta = deltas.setdefault(key, [0, 0])
+        delta[0] += _entry_crc(memory.path.name, st.st_mtime_ns, st.st_size, st.st_mode)
+        old = conn.execute("SELECT mtime_ns, size FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
+        if old is not None:  # rewritten in place by tmp+rename: same mode as before
+            delta[0] -= _entry_crc(memory.path.name, old[0], old[1], st.st_mode)
+        elif conn.execute("SELECT 1 FROM quarantine WHERE file_path = ?", (str(memory.path),)).fetchone():
+            unknown.add(key)
+        else:
+            delta[1] += 1
+    for path in removed:
+        key = str(path.parent)
+        old = conn.execute("SELECT mtime_ns, size FROM memories WHERE file_path = ?", (str(path),)).fetchone()
+        if old is None:
+            unknown.add(key)
+            continue
+        delta = deltas.setdefault(key, [0, 0])
+        delta[0] -= _entry_crc(path.name, old[0], old[1], _FILE_MODE)
+        delta[1] -= 1
     with transaction(conn):
         conn.executemany(_UPSERT_SQL, rows)
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(str(m.path),) for m, _ in written])
         conn.executemany("DELETE FROM memories WHERE file_path = ?", [(str(p),) for p in removed])
+        for key, (checksum, count) in deltas.items():
+            if key in unknown:
+                conn.execute("DELETE FROM folder_state WHERE dir = ?", (key,))
+                continue
+            state = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
+            if state is not None:
+                _store_fingerprint(conn, key, ((state[0] + checksum) & 0x7FFFFFFFFFFFFFFF, state[1] + count))
 
 
 def remove_path(conn: sqlite3.Connection, path: Path) -> None:
-    with transaction(conn):
-        conn.execute("DELETE FROM memories WHERE file_path = ?", (str(path),))
+    apply_changes(conn, [], [path])
 
 
 def _scan(folder: Path) -> tuple[dict[str, tuple[int, int]], dict[str, str]]:
@@ -366,6 +395,13 @@ def reconcile(
     return total
 
 
+_FILE_MODE = 0o100644  # a removed file's mode is not recorded; a wrong guess only costs a re-scan
+
+
+def _entry_crc(name: str, mtime_ns: int, size: int, mode: int) -> int:
+    return zlib.crc32(b"%s\0%d\0%d\0%d" % (name.encode("utf-8", "surrogateescape"), mtime_ns, size, mode))
+
+
 def fingerprint(folder: Path) -> tuple[int, int]:
     """An order-independent checksum of every ``*.md`` entry's name, mtime, size and mode:
     equal to the stored one means nothing in the folder changed, so the index rows need
@@ -377,7 +413,6 @@ def fingerprint(folder: Path) -> tuple[int, int]:
     base = f"{folder}{os.sep}"
     total = 0
     count = 0
-    crc = zlib.crc32
     lstat = os.lstat
     for name in names:
         if not name.endswith(".md") or name.startswith("."):
@@ -386,7 +421,7 @@ def fingerprint(folder: Path) -> tuple[int, int]:
             st = lstat(base + name)
         except OSError:
             continue
-        total += crc(b"%s\0%d\0%d\0%d" % (name.encode("utf-8", "surrogateescape"), st.st_mtime_ns, st.st_size, st.st_mode))
+        total += _entry_crc(name, st.st_mtime_ns, st.st_size, st.st_mode)
         count += 1
     return total & 0x7FFFFFFFFFFFFFFF, count
 

@@ -165,6 +165,8 @@ def test_reconcile_keeps_rows_of_files_written_during_its_scan(monkeypatch) -> N
                 ).id
         return result
 
+    with Context.load() as ctx:  # as if another process changed the folder: no warm path
+        ctx.conn.execute("DELETE FROM folder_state")
     monkeypatch.setattr(index, "_scan", scan_then_concurrent_write)
     with Context.load() as reader:
         reader.sync("personal")

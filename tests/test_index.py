@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -489,3 +490,24 @@ def test_status_change_keeps_unknown_fields_and_comments(cli) -> None:  # type: 
     again = cli("status", mid, "deprecated")
     assert again.rc == 0
     assert path.read_text(encoding="utf-8") == after  # unchanged status: no rewrite
+
+
+def test_own_writes_keep_the_folder_fingerprint_current(cli: Any, data_root: Path) -> None:
+    """After add/forget the next read takes the warm path; a hand edit is still seen."""
+    from openmemex import index
+    from openmemex.context import Context
+
+    first = cli("add", "fingerprint one", "--scope", "personal")
+    cli("add", "fingerprint two", "--scope", "personal")
+    with Context.load() as ctx:
+        folder = ctx.folders("personal")[0]
+        stored = ctx.conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (str(folder.path),)).fetchone()
+        assert (stored[0], stored[1]) == index.fingerprint(folder.path)
+    memory_id = first.out.split()[1]
+    assert cli("forget", memory_id).rc == 0
+    with Context.load() as ctx:
+        stored = ctx.conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (str(folder.path),)).fetchone()
+        assert (stored[0], stored[1]) == index.fingerprint(folder.path)
+    path = next(folder.path.glob("*.md"))
+    path.write_text(path.read_text().replace("fingerprint two", "fingerprint edited by hand"))
+    assert "edited by hand" in cli("search", "fingerprint").out
