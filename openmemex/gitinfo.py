@@ -110,3 +110,34 @@ def _unquote(value: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out).strip()
+
+
+def config_files(git_dir: Path | None) -> list[Path]:
+    """The config files git reads, most specific first: the repository's (a linked
+    worktree's common dir too), the global file (``GIT_CONFIG_GLOBAL`` when set — libgit2
+    ignores it), then system unless ``GIT_CONFIG_NOSYSTEM``."""
+    files: list[Path] = []
+    if git_dir is not None:
+        files.append(git_dir / "config")
+        common = _common_dir(git_dir)
+        if common != git_dir:
+            files.append(common / "config")
+    global_file = os.environ.get("GIT_CONFIG_GLOBAL")
+    if global_file is not None:
+        files.append(Path(global_file))
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        files.append(Path.home() / ".gitconfig")
+        files.append(Path(xdg) / "git" / "config" if xdg else Path.home() / ".config" / "git" / "config")
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path("/etc/gitconfig"))
+    return files
+
+
+def config_value(section: str, key: str, git_dir: Path | None = None) -> str | None:
+    """``section.key`` as git resolves it (no includes, no subsections)."""
+    for path in config_files(git_dir):
+        value = read_config_value(path, section, None, key)
+        if value is not None:
+            return value
+    return None

@@ -11,13 +11,12 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from . import index, store
 from .context import Context
 from .errors import LifecycleError, UsageError
-from .gitinfo import read_config_value
+from .gitinfo import config_value
 from .ids import new_ulid, now_rfc3339
 from .lookup import locate
 from .model import Memory
@@ -35,20 +34,9 @@ def default_reviewer(ctx: Context) -> str:
     global config), else the OS user."""
     if os.environ.get("GIT_AUTHOR_NAME"):
         return os.environ["GIT_AUTHOR_NAME"]
-    candidates: list[Path] = []
-    if ctx.project.repo is not None:
-        candidates.append(ctx.project.repo.common_dir / "config")
-    global_cfg = os.environ.get("GIT_CONFIG_GLOBAL")
-    if global_cfg:
-        candidates.append(Path(global_cfg))
-    else:
-        xdg = os.environ.get("XDG_CONFIG_HOME")
-        candidates.append(Path(xdg) / "git" / "config" if xdg else Path.home() / ".config" / "git" / "config")
-        candidates.append(Path.home() / ".gitconfig")
-    for path in candidates:
-        name = read_config_value(path, "user", None, "name")
-        if name:
-            return name
+    name = config_value("user", "name", ctx.project.repo.git_dir if ctx.project.repo else None)
+    if name:
+        return name
     try:
         return getpass.getuser()
     except (KeyError, OSError):

@@ -43,3 +43,43 @@ def write_example(folder: Path, memory_id: str | None = None, body_extra: str = 
     path = folder / f"{memory_id}.md"
     path.write_text(EXAMPLE.format(id=memory_id) + body_extra, encoding="utf-8")
     return path
+
+
+PERSONAL = """---
+id: {id}
+schema_version: 2
+scope: personal # who owns it
+scope_key: personal
+visibility: private
+project_name: ""
+type: {type}
+role: knowledge
+importance: normal
+status: {status}
+tags: [notes]
+source: user
+created_at: "2026-09-26T12:00:00Z"
+updated_at: "2026-09-26T12:00:00Z"
+supersedes: {supersedes}
+superseded_by: {superseded_by}
+review_state: draft
+proposed_by: null
+approved_by: null
+derived_from: null
+review_note: null
+review_history: []
+{extra}---
+
+{body}
+"""
+
+
+def personal_text(
+    memory_id: str, body: str = "a perfectly valid note", *, type: str = "fact", status: str = "active",
+    supersedes: str | None = None, superseded_by: str | None = None, extra: str = "",
+) -> str:  # fmt: skip
+    """A valid hand-written personal memory; ``extra`` adds raw frontmatter lines."""
+    return PERSONAL.format(
+        id=memory_id, body=body, type=type, status=status, supersedes=supersedes or "null",
+        superseded_by=superseded_by or "null", extra=extra,
+    )  # fmt: skip

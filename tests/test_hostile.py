@@ -18,44 +18,11 @@ from openmemex import index
 from openmemex.context import Context
 from openmemex.ids import new_ulid
 from tests.conftest import run_process
+from tests.helpers import personal_text
 
 GOOD_TEXT = "good memory about kubernetes"
 WARN_PREFIX = "open-memex: warning: skipped "
 
-# A valid personal memory in the design's shape; {body} is the searchable text.
-PERSONAL = """---
-id: {id}
-schema_version: 2
-scope: personal # who owns it
-scope_key: personal
-visibility: private
-project_name: ""
-type: {type}
-role: knowledge
-importance: normal
-status: active
-tags: [hostile]
-source: user
-created_at: "2026-09-26T12:00:00Z"
-updated_at: "2026-09-26T12:00:00Z"
-supersedes: null
-superseded_by: null
-review_state: draft
-proposed_by: null
-approved_by: null
-derived_from: null
-review_note: null
-review_history: []
-{extra}---
-
-{body}
-"""
-
-
-def personal_text(
-    memory_id: str, body: str = "a perfectly valid note", type: str = "fact", extra: str = ""
-) -> str:
-    return PERSONAL.format(id=memory_id, body=body, type=type, extra=extra)
 
 
 def _personal_dir() -> Path:

@@ -19,48 +19,16 @@ import pytest
 from openmemex import index, paths
 from openmemex.context import Context
 from openmemex.ids import new_ulid
+from tests import helpers
 from tests.helpers import write_example
 
 WARN_PREFIX = "open-memex: warning: "
 
-PERSONAL = """---
-id: {id}
-schema_version: 2
-scope: personal # who owns it
-scope_key: personal
-visibility: private
-project_name: ""
-type: fact
-role: knowledge
-importance: normal
-status: {status}
-tags: [infra]
-source: user
-created_at: "2026-09-26T12:00:00Z"
-updated_at: "2026-09-26T12:00:00Z"
-supersedes: {supersedes}
-superseded_by: {superseded_by}
-review_state: draft
-proposed_by: null
-approved_by: null
-derived_from: null
-review_note: null
-review_history: []
-x_hand_note: keep me # a field and a comment we do not own
----
-
-{body}
-"""
+HAND_NOTE = "x_hand_note: keep me # a field and a comment we do not own\n"
 
 
-def personal_text(
-    memory_id: str, body: str, status: str = "active", supersedes: str | None = None,
-    superseded_by: str | None = None,
-) -> str:  # fmt: skip
-    return PERSONAL.format(
-        id=memory_id, body=body, status=status,
-        supersedes=supersedes or "null", superseded_by=superseded_by or "null",
-    )  # fmt: skip
+def personal_text(memory_id: str, body: str, **kw: str | None) -> str:
+    return helpers.personal_text(memory_id, body, extra=HAND_NOTE, **kw)  # type: ignore[arg-type]
 
 
 def write_personal(

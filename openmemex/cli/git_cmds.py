@@ -3,25 +3,11 @@ pr-status, setup. They import pygit2 only when they run."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from cyclopts import Parameter
 
-from .output import emit_json, note, out
-
-if TYPE_CHECKING:
-    from ..context import Context
-
-Flag = Annotated[bool, Parameter(negative="")]
-
-
-def _context() -> Context:
-    from ..context import Context
-    from .progress import Progress
-
-    ctx = Context.load()
-    ctx.progress = Progress("indexing memory files").update
-    return ctx
+from .output import Flag, emit_json, note, open_context, out
 
 
 def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag = False, json: Flag = False) -> int:
@@ -45,7 +31,7 @@ def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag
     """
     from ..git.submit import submit as run_submit
 
-    with _context() as ctx:
+    with open_context() as ctx:
         report = run_submit(ctx, ids, branch=branch, allow_unsigned=allow_unsigned)
     if json:
         emit_json({"branch": report.branch, "commit": report.commit, "created_branch": report.created_branch,
@@ -78,7 +64,7 @@ def pull(*, json: Flag = False) -> int:
     """
     from ..git.pull import pull as run_pull
 
-    with _context() as ctx:
+    with open_context() as ctx:
         report = run_pull(ctx)
     if json:
         stats = report.stats
@@ -108,7 +94,7 @@ def push(*, json: Flag = False) -> int:
     """
     from ..git.pull import push as run_push
 
-    with _context() as ctx:
+    with open_context() as ctx:
         report = run_push(ctx)
     if json:
         emit_json({"branch": report.branch, "remote": report.remote, "target": report.target,
@@ -132,7 +118,7 @@ def sync_status(*, json: Flag = False) -> int:
     from ..git.sync_status import render
     from ..git.sync_status import sync_status as run_status
 
-    with _context() as ctx:
+    with open_context() as ctx:
         status = run_status(ctx)
     if json:
         emit_json(status.to_json())
@@ -160,7 +146,7 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
     """
     from ..review import propose as run_propose
 
-    with _context() as ctx:
+    with open_context() as ctx:
         proposals = run_propose(ctx, ids, to=to, local_approve=local_approve, by=by)
     for proposal in proposals:
         out(f"proposed {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (outbox draft)")
@@ -190,7 +176,7 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
     """
     from ..review import promote as run_promote
 
-    with _context() as ctx:
+    with open_context() as ctx:
         change = run_promote(ctx, memory_id, reject=reject, resubmit=resubmit, note=note_, by=by)
     out(f"promote {change.memory.id}: {change.old} → {change.new}")
     for entry in change.memory.review_history:
@@ -221,7 +207,7 @@ def resolve(target: str | None = None, /) -> int:
     from ..git.resolve import conflicted_memory_files
     from ..git.resolve import resolve as run_resolve
 
-    with _context() as ctx:
+    with open_context() as ctx:
         if target is None:
             paths = conflicted_memory_files(open_repo(ctx))
             if not paths:
@@ -279,7 +265,7 @@ def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", neg
     if not merge_driver_:
         out("nothing to set up")
         return 0
-    with _context() as ctx:
+    with open_context() as ctx:
         report = setup_merge_driver(ctx)
     out(f"{'wrote' if report.attributes_changed else 'kept'} {report.attributes}")
     if report.driver_kept:
@@ -311,7 +297,7 @@ def pr_status(*, apply: Flag = False, api_url: str | None = None, json: Flag = F
     from ..git.pr_status import pr_status as run_pr_status
     from ..git.pr_status import render
 
-    with _context() as ctx:
+    with open_context() as ctx:
         report = run_pr_status(ctx, apply=apply, api_url=api_url)
     if json:
         emit_json(report.to_json())

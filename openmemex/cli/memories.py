@@ -2,27 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
-
-from cyclopts import Parameter
-
-from .output import emit_json, note, out, split_list
-
-Flag = Annotated[bool, Parameter(negative="")]
-Text = Annotated[str, Parameter(allow_leading_hyphen=True)]
-
-
-if TYPE_CHECKING:
-    from ..context import Context
-
-
-def _context() -> Context:
-    from ..context import Context
-    from .progress import Progress
-
-    ctx = Context.load()
-    ctx.progress = Progress("indexing memory files").update
-    return ctx
+from .output import Flag, Text, emit_json, note, open_context, out, split_list
 
 
 def add(
@@ -64,7 +44,7 @@ def add(
     """
     from ..write import add_memory
 
-    with _context() as ctx:
+    with open_context() as ctx:
         result = add_memory(
             ctx, text, scope=scope, type=type, tags=split_list(tags), aliases=split_list(aliases, ";"),
             source=source, importance=importance,
@@ -127,7 +107,7 @@ def search(
     from ..search import search as run_search
     from ..search import state_tag
 
-    with _context() as ctx:
+    with open_context() as ctx:
         result = run_search(ctx, query, scope=scope, type=type, limit=limit)
     if json:
         emit_json(result.to_json())
@@ -177,7 +157,7 @@ def list_(
     """
     from ..listing import list_memories, render
 
-    with _context() as ctx:
+    with open_context() as ctx:
         listing = list_memories(ctx, scope=scope, type=type, limit=limit, include=include)
     if json:
         emit_json(listing.to_json())
@@ -199,7 +179,7 @@ def show(memory_id: str, *, json: Flag = False) -> int:
     from ..lookup import locate
     from ..memfile import serialize
 
-    with _context() as ctx:
+    with open_context() as ctx:
         memory, folder = locate(ctx, memory_id)
     if json:
         fields = {**memory.fields(), **memory.extra, "body": memory.body, "path": str(memory.path),
@@ -239,7 +219,7 @@ def supersede(
     """
     from ..write import supersede as run_supersede
 
-    with _context() as ctx:
+    with open_context() as ctx:
         result = run_supersede(
             ctx, memory_id, text, type=type,
             tags=split_list(tags) if tags is not None else None,
@@ -265,7 +245,7 @@ def status(memory_id: str, new_status: str) -> int:
     """
     from ..lifecycle import set_status
 
-    with _context() as ctx:
+    with open_context() as ctx:
         change = set_status(ctx, memory_id, new_status)
     out(f"status {change.memory.id} → {change.new}" + (" (unchanged)" if change.old == change.new else ""))
     if change.in_repo:
@@ -285,7 +265,7 @@ def forget(memory_id: str, *, soft: Flag = False) -> int:
     """
     from ..lifecycle import forget as run_forget
 
-    with _context() as ctx:
+    with open_context() as ctx:
         gone = run_forget(ctx, memory_id, soft=soft)
     if gone.soft:
         state = "already hidden" if gone.already else "hidden"

@@ -4,7 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from cyclopts import Parameter
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+Flag = Annotated[bool, Parameter(negative="")]  # --json, --soft, … (no --no-… twin)
+Text = Annotated[str, Parameter(allow_leading_hyphen=True)]  # free text may start with "-"
+
+
+def open_context() -> Context:
+    """The command's Context, with a progress bar for large first reads on a terminal."""
+    from ..context import Context
+    from .progress import Progress
+
+    ctx = Context.load()
+    ctx.progress = Progress("indexing memory files").update
+    return ctx
 
 
 def out(text: str = "") -> None:

@@ -8,15 +8,14 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from .output import emit_json, note, out
-
-Flag = Annotated[bool, Parameter(negative="")]
+from .output import Flag, emit_json, note, out
 
 
 def where(*, json: Flag = False) -> int:
     """Show where memories, the index and the config live."""
     from .. import paths
     from ..context import Context
+    from ..doctor import manpath
 
     with Context.load() as ctx:
         info = {
@@ -30,7 +29,7 @@ def where(*, json: Flag = False) -> int:
             "outbox": str(ctx.outbox_dir),
             "repo_dir": str(ctx.repo_dir) if ctx.repo_dir else None,
             "personal": paths.PERSONAL_KEY,
-            "manpath": str(Path(__file__).resolve().parent.parent / "man"),
+            "manpath": str(manpath()),
         }
     if json:
         emit_json(info)

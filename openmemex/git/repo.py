@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..context import Context
 from ..errors import MemexError
-from ..gitinfo import read_config_value
+from ..gitinfo import config_value, read_config_value
 
 if TYPE_CHECKING:
     import pygit2
@@ -67,27 +67,8 @@ class GitRepo:
         return self.config_value("user", key)
 
     def config_value(self, section: str, key: str) -> str | None:
-        """A config value with git's own precedence: this repository, then the global file
-        (``GIT_CONFIG_GLOBAL`` when set — libgit2 ignores it), then system (unless
-        ``GIT_CONFIG_NOSYSTEM``)."""
-        files = [Path(self.repo.path) / "config"]
-        common = Path(self.repo.path) / "commondir"
-        if common.exists():
-            files.insert(0, (Path(self.repo.path) / common.read_text().strip()).resolve() / "config")
-        global_file = os.environ.get("GIT_CONFIG_GLOBAL")
-        if global_file is not None:
-            files.append(Path(global_file))
-        else:
-            xdg = os.environ.get("XDG_CONFIG_HOME")
-            files.append(Path.home() / ".gitconfig")
-            files.append(Path(xdg) / "git" / "config" if xdg else Path.home() / ".config" / "git" / "config")
-        if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
-            files.append(Path("/etc/gitconfig"))
-        for path in files:
-            value = read_config_value(path, section, None, key)
-            if value is not None:
-                return value
-        return None
+        """A config value with git's own precedence (see ``gitinfo.config_files``)."""
+        return config_value(section, key, Path(self.repo.path))
 
 
 def _check_supported(common_dir: Path, git_dir: Path) -> None:

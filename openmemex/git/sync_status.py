@@ -4,7 +4,6 @@ files and the last index sync — what an agent summarises before asking what to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .. import index
@@ -87,11 +86,11 @@ def sync_status(ctx: Context) -> SyncStatus:
             status.in_repo = items
     if ctx.repo_dir is not None:
         status.repo_dir = str(ctx.repo_dir)
-        status.uncommitted, status.branch = _uncommitted(ctx, ctx.repo_dir)
+        status.uncommitted, status.branch = _uncommitted(ctx)
     return status
 
 
-def _uncommitted(ctx: Context, memory_dir: Path) -> tuple[list[tuple[str, str]], str | None]:
+def _uncommitted(ctx: Context) -> tuple[list[tuple[str, str]], str | None]:
     import pygit2
 
     from .repo import open_repo
