@@ -33,20 +33,28 @@ def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag
 
     with open_context() as ctx:
         report = run_submit(ctx, ids, branch=branch, allow_unsigned=allow_unsigned)
+    for notice in report.notices:
+        note(f"open-memex: {notice}")
+    if not report.index_refreshed and report.commit:
+        note(f"open-memex: warning: committed {report.commit[:8]}; the git index could not be refreshed "
+             f"(locked by another git command) — run `{report.repair}` once it is free")  # fmt: skip
     if json:
         emit_json({"branch": report.branch, "commit": report.commit, "created_branch": report.created_branch,
                    "submitted": [{"id": i, "review_state": s} for i, s in report.submitted],
-                   "already": report.already})  # fmt: skip
+                   "recovered": report.recovered, "already": report.already,
+                   "index_refreshed": report.index_refreshed, "repair": report.repair})  # fmt: skip
         return 0
     for memory_id, state in report.submitted:
         out(f"submitted {memory_id} [{state}]")
+    for memory_id in report.recovered:
+        out(f"committed {memory_id} (left uncommitted by an interrupted submit)")
     for memory_id in report.already:
         out(f"already in the repository: {memory_id}")
-    if report.submitted and report.commit:
+    if (report.submitted or report.recovered) and report.commit:
         made = " (new branch)" if report.created_branch else ""
         out(f"committed {report.commit[:8]} on {report.branch}{made} — you are still on this branch")
         out("next: open-memex push   then open a pull request, e.g. gh pr create --fill")
-    elif not report.submitted:
+    else:
         out("nothing new to commit")
     return 0
 

@@ -5,10 +5,18 @@ The commit's tree is built from HEAD's tree in a separate in-memory index, so wh
 user has staged stays staged and out of our commit; ``create_commit("HEAD", …)`` is a
 compare-and-swap on the branch tip; afterwards only our paths are refreshed in the real
 index. libgit2 runs no hooks, so the secret scanner runs here, before anything is written.
+
+Once the commit exists its files are never deleted again: a locked index only means the
+index could not be refreshed, which is reported with the exact repair command and owed to
+the next submit (issue 6, item 12). A rebase, cherry-pick, revert, bisect or ``git am`` in
+progress refuses the commit; during a merge the commit goes on the branch below the merge,
+which then concludes on top of it (item 14).
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +29,7 @@ from ..index import Folder
 from ..lookup import rows_for
 from ..memfile import MemoryFileError, read_memory, serialize
 from ..model import Memory
-from ..redact import find_secrets
+from ..redact import find_secrets_in_memory_file
 from ..review import apply_transition, default_reviewer
 from .repo import GitRepo, ensure_gitattributes, open_repo
 
@@ -29,6 +37,9 @@ if TYPE_CHECKING:
     import pygit2
 
 SUBMITTABLE = ("draft", "rejected", "approved")
+SUBJECT_LIMIT = 72  # git's customary subject width; longer submits list their ids in the body only
+OWED_REFRESH = "open-memex-index-refresh"  # in the git dir: paths committed but not yet in the index
+_OWN_FILE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}\.md|\.gitattributes")
 
 
 @dataclass
@@ -37,7 +48,17 @@ class SubmitReport:
     commit: str | None = None
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (id, new review_state)
     already: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)  # repo copies an interrupted run left uncommitted
     created_branch: bool = False
+    index_refreshed: bool = True
+    repair: str | None = None  # the command that makes the index match the commit
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CommitResult:
+    sha: str
+    index_refreshed: bool = True
 
 
 def _signing_required(gitrepo: GitRepo) -> bool:
@@ -49,6 +70,7 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
     if not ids:
         raise UsageError("name the drafts to submit: open-memex submit ID [ID…] (see `open-memex sync-status`)")
     gitrepo = open_repo(ctx)
+    _refresh_owed(gitrepo)
     ctx.sync("project", kind="submit")
     folders = ctx.folders("project")
     outbox = next(f for f in folders if f.location == "outbox")
@@ -83,14 +105,16 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
                     f"compare it with `open-memex show {memory.id}` and supersede instead"
                 )
             # the repo copy wins (it may have moved on in review); never rewrite it
-            report.already.append(memory.id)
             leftovers.append(Path(row["file_path"]))
-            if not _committed(gitrepo, target):
+            if _committed(gitrepo, target):
+                report.already.append(memory.id)
+            else:
                 pending.append(target)
+                report.recovered.append(memory.id)
             continue
         if memory.review_state not in SUBMITTABLE:
             raise LifecycleError(f"{memory.id} is {memory.review_state}; only draft, rejected or approved drafts can be submitted")
-        findings = find_secrets(serialize(memory), ctx.config.redact_patterns)
+        findings = find_secrets_in_memory_file(serialize(memory), ctx.config.redact_patterns)
         if findings:
             first = findings[0]
             raise MemexError(
@@ -99,6 +123,7 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
             )
         plan.append(memory)
     if plan or pending:
+        _check_repository_state(gitrepo, branch, report)
         if _signing_required(gitrepo) and not allow_unsigned:
             raise MemexError(
                 "commit.gpgsign is set, but open-memex commits in-process and cannot sign them; nothing was "
@@ -112,9 +137,10 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
         if branch is not None:
             report.created_branch = _switch_to_new_branch(gitrepo, branch)
             report.branch = branch
-        # 2. write the in-repo copies (removed again if the commit fails)
+        # 2. write the in-repo copies (removed again if no commit was made)
         who = default_reviewer(ctx)
         created: list[Path] = []
+        result: CommitResult | None = None
         try:
             attributes = gitrepo.memory_dir / ".gitattributes"
             if ensure_gitattributes(gitrepo) is not None:
@@ -128,15 +154,18 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
             if attributes.exists() and not _in_head(gitrepo, attributes):
                 paths.append(attributes)  # ours, never committed (e.g. an interrupted first submit)
             # 3. commit only our paths, then refresh only them in the real index
-            ids_text = " ".join(p.stem[:8] for p in paths if p != attributes)
-            count = len(paths) - (attributes in paths)
-            message = f"mem: submit {count} memor{'y' if count == 1 else 'ies'} for review ({ids_text})"
-            report.commit = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity)
-            _verify(gitrepo, report.commit, paths)
+            message = commit_message([p.stem for p in paths if p != attributes])
+            result = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity)
         except BaseException:
-            for path in created:
-                path.unlink(missing_ok=True)
+            if result is None:  # once the commit exists, its files are never deleted (item 12)
+                for path in created:
+                    path.unlink(missing_ok=True)
             raise
+        report.commit = result.sha
+        if not result.index_refreshed:
+            report.index_refreshed = False
+            report.repair = repair_command(gitrepo, [gitrepo.rel(p) for p in paths])
+        _verify(gitrepo, report.commit, paths)
     # 4. only now remove the outbox copies
     gone: list[Path] = []
     for memory in plan:
@@ -184,11 +213,32 @@ def _check_branch_name(name: str) -> None:
         raise UsageError(f"{name!r} is not a valid branch name")
 
 
+def commit_message(ids: list[str]) -> str:
+    """``mem: submit N memories for review (<id8> …)``; the short ids only while the subject
+    fits SUBJECT_LIMIT (3,000 drafts made a 27 KB subject); every full id is in the body."""
+    count = len(ids)
+    subject = f"mem: submit {count} memor{'y' if count == 1 else 'ies'} for review"
+    with_ids = f"{subject} ({' '.join(i[:8] for i in ids)})"
+    if len(with_ids) <= SUBJECT_LIMIT:
+        subject = with_ids
+    return subject + "\n\n" + "\n".join(ids) + "\n"
+
+
+def repair_command(gitrepo: GitRepo, rel_paths: list[str]) -> str:
+    return "git reset -q -- " + " ".join(shlex.quote(rel) for rel in rel_paths)
+
+
 def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
-                 identity: tuple[pygit2.Signature, pygit2.Signature] | None = None) -> str:  # fmt: skip
-    """Commit exactly ``rel_paths`` (as in the work tree) on top of HEAD; returns the sha."""
+                 identity: tuple[pygit2.Signature, pygit2.Signature] | None = None) -> CommitResult:  # fmt: skip
+    """Commit exactly ``rel_paths`` (as in the work tree) on top of HEAD. Only our own files
+    are ever committed: ``<memoryDir>/<ULID>.md`` and ``<memoryDir>/.gitattributes`` — never a
+    temp file a killed writer left behind, nor anything else in the folder (item 16)."""
     import pygit2
 
+    for rel in rel_paths:
+        folder, _, name = rel.rpartition("/")
+        if folder != gitrepo.memory_rel or not _OWN_FILE.fullmatch(name):
+            raise MemexError(f"submit commits only memory files (<memoryDir>/<id>.md), not {rel!r}; nothing was committed")
     repo = gitrepo.repo
     unborn = repo.head_is_unborn
     tmp = pygit2.Index()
@@ -202,7 +252,7 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
         tmp.add(pygit2.IndexEntry(rel, blob, pygit2.enums.FileMode.BLOB))
     tree = tmp.write_tree(repo)
     if not unborn and tree == repo.head.peel(pygit2.Commit).tree.id:
-        return str(repo.head.target)
+        return CommitResult(str(repo.head.target), _refresh_index(gitrepo, rel_paths))
     author, committer = identity or (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
     try:
         oid = repo.create_commit("HEAD", author, committer, message, tree, parents)
@@ -211,29 +261,119 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
             f"could not commit ({exc}) — the branch moved or is locked by another git command; "
             "nothing was committed, run the command again"
         ) from None
-    _refresh_index(repo, rel_paths)
-    return str(oid)
+    return CommitResult(str(oid), _refresh_index(gitrepo, rel_paths))
 
 
-def _refresh_index(repo: object, rel_paths: list[str]) -> None:
+def _refresh_index(gitrepo: GitRepo, rel_paths: list[str], attempts: int = 20) -> bool:
+    """Make the index match the commit for ``rel_paths``; False (and the debt recorded for the
+    next submit) when another git command holds the index lock throughout."""
     import pygit2
 
-    assert isinstance(repo, pygit2.Repository)
-    for attempt in range(20):
+    for attempt in range(attempts):
         try:
-            idx = repo.index
+            idx = gitrepo.repo.index
             idx.read(False)  # never write back a stale index (notes §2.10)
             for rel in rel_paths:
                 idx.add(rel)
             idx.write()
-            return
+            return True
         except (pygit2.GitError, OSError):
-            if attempt == 19:
-                raise MemexError(
-                    "committed, but the git index is locked by another git command — run `git status`; "
-                    "`git reset -q -- .ai/open-memex` makes the index match the commit"
-                ) from None
-            time.sleep(0.05)
+            if attempt < attempts - 1:
+                time.sleep(0.05)
+    _owe(gitrepo, rel_paths)
+    return False
+
+
+def _owe(gitrepo: GitRepo, rel_paths: list[str]) -> None:
+    path = Path(gitrepo.repo.path) / OWED_REFRESH
+    try:
+        owed = set(path.read_text("utf-8").splitlines()) if path.exists() else set()
+        store.write_atomic(path, "".join(f"{rel}\n" for rel in sorted(owed | set(rel_paths))))
+    except OSError:
+        pass  # the warning already names the repair command
+
+
+def _refresh_owed(gitrepo: GitRepo) -> None:
+    """Refresh index entries an earlier submit committed while the index was locked — only
+    where HEAD still holds the file and the work tree still equals it."""
+    import pygit2
+
+    path = Path(gitrepo.repo.path) / OWED_REFRESH
+    try:
+        owed = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
+    except OSError:
+        return
+    repo = gitrepo.repo
+    due: list[str] = []
+    if not repo.head_is_unborn:
+        tree = repo.head.peel(pygit2.Commit).tree
+        try:
+            idx = repo.index
+            idx.read(False)
+        except (pygit2.GitError, OSError):
+            return
+        for rel in owed:
+            try:
+                entry = tree[rel]
+                data = (gitrepo.workdir / rel).read_bytes()
+            except (KeyError, OSError):
+                continue
+            blob = repo[entry.id]
+            if not isinstance(blob, pygit2.Blob) or blob.data != data:
+                continue
+            try:
+                current = idx[rel].id
+            except KeyError:
+                current = None
+            if current != entry.id:
+                due.append(rel)
+    if due and not _refresh_index(gitrepo, due, attempts=3):
+        return
+    path.unlink(missing_ok=True)
+
+
+_OPERATIONS: dict[str, tuple[str, str]] = {
+    # state → (what, the next step)
+    "MERGE": ("a merge", "finish it (git commit) or abort it (git merge --abort)"),
+    "REVERT": ("a revert", "finish it (git revert --continue) or abort it (git revert --abort)"),
+    "CHERRYPICK": ("a cherry-pick", "finish it (git cherry-pick --continue) or abort it (git cherry-pick --abort)"),
+    "BISECT": ("a bisect", "end it (git bisect reset)"),
+    "REBASE": ("a rebase", "finish it (git rebase --continue) or abort it (git rebase --abort)"),
+    "APPLY_MAILBOX": ("a `git am`", "finish it (git am --continue) or abort it (git am --abort)"),
+    "APPLY_MAILBOX_OR_REBASE": ("a `git am` or rebase",
+                                "finish it (git am --continue / git rebase --continue) or abort it"),
+}  # fmt: skip
+
+
+def operation_in_progress(repo: pygit2.Repository) -> tuple[str, str] | None:
+    """(what, next step) for a git operation in progress, None when the repository is clean."""
+    import pygit2
+
+    state = repo.state()
+    if state == pygit2.enums.RepositoryState.NONE:
+        return None
+    name = state.name.removesuffix("_SEQUENCE")
+    if name.startswith("REBASE"):
+        name = "REBASE"
+    return _OPERATIONS.get(name, (f"a git operation ({state.name.lower()})", "finish or abort it"))
+
+
+def _check_repository_state(gitrepo: GitRepo, branch: str | None, report: SubmitReport) -> None:
+    """``--branch`` would carry the operation onto the new branch: refused in every state.
+    A plain commit would change what an abort of a rebase, cherry-pick, revert or ``git am``
+    rewinds to (and a bisect's branch): refused. During a merge it is safe: the commit goes
+    on the branch, the merge's staged changes stay out of it, and ``git commit`` (or ``git
+    merge --abort``) then works as usual on top of it (item 14)."""
+    operation = operation_in_progress(gitrepo.repo)
+    if operation is None:
+        return
+    what, step = operation
+    if branch is not None or what != "a merge":
+        raise MemexError(f"{what} is in progress — {step}, then re-run")
+    report.notices.append(
+        f"a merge is in progress — the submit commit goes on {report.branch} below it; "
+        "conclude the merge as usual (git commit)"
+    )
 
 
 def _switch_to_new_branch(gitrepo: GitRepo, name: str) -> bool:

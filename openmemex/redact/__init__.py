@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from openmemex.redact.engine import Finding, RedactResult, find_secrets, mask_value, redact
+from openmemex.redact.engine import (
+    Finding,
+    RedactResult,
+    find_secrets,
+    find_secrets_in_memory_file,
+    mask_value,
+    redact,
+)
 from openmemex.redact.rules import RULE_IDS
 
-__all__ = ["RULE_IDS", "Finding", "RedactResult", "find_secrets", "mask_value", "redact"]
+__all__ = ["RULE_IDS", "Finding", "RedactResult", "find_secrets", "find_secrets_in_memory_file", "mask_value", "redact"]
