@@ -1,0 +1,39 @@
+"""Text that is safe to print on a terminal (issue 6, item 6).
+
+A memory is text someone else may have written (a teammate's pull, a hand edit, an agent):
+ESC/CSI/OSC sequences in it would retitle the terminal, clear the screen or hide lines, and
+bidi overrides would make it read differently from what it is. Every human-text print goes
+through :func:`safe`, which turns such characters into visible escapes. JSON output needs
+none of this: ``json.dumps`` escapes C0 controls itself, and a program reading it gets the
+text exactly as stored.
+
+Only ``re`` is imported: this module sits on every CLI path and in the core's warnings.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["UNSAFE", "safe"]
+
+# C0 controls except \t and \n, DEL, C1 controls; bidi embeddings/overrides (U+202A–U+202E)
+# and isolates (U+2066–U+2069), the Trojan Source set; lone surrogates (undecodable bytes
+# smuggled in through surrogateescape), which a UTF-8 stream refuses to encode.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def safe(text: str) -> str:
+    """``text`` with every terminal-control character shown as a visible escape.
+
+    ESC → ``\\x1b``, BEL → ``\\x07``, CR → ``\\x0d``, U+202E → ``\\u202e``; ``\\n`` and ``\\t``
+    are kept, and a literal backslash stays as it is. Text without such characters is
+    returned unchanged (one regex scan, no copy).
+    """
+    if UNSAFE.search(text) is None:
+        return text
+    return UNSAFE.sub(_escape, text)
