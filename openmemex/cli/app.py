@@ -1,22 +1,35 @@
 """The cyclopts application behind ``open-memex`` and ``git memex``.
 
-One error handler for every command: a ``MemexError`` becomes one line on stderr and its
-exit code; Ctrl-C exits 130; anything else is our bug: a short note, the traceback in
-``<data root>/logs/crash.log``, exit 70.
+One error handler for every command: a ``MemexError`` or a command-line mistake becomes one
+line on stderr (``open-memex: error: …``) and its exit code (2 for usage); Ctrl-C exits 130;
+a closed stdout (``… | head``) ends quietly with 141, as git does; anything else is our
+bug: a short note, the traceback in ``<data root>/logs/crash.log``, exit 70.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from cyclopts import App
 from rich.text import Text
 
 from .. import __version__
 from ..errors import MemexError
+from ..terminal import safe
 from . import git_cmds, memories, store_cmds
+
+if TYPE_CHECKING:
+    from cyclopts import CycloptsError
+    from rich.console import Console
+
+PROG = "open-memex"
+EXIT_USAGE = 2
+EXIT_PIPE = 141  # 128 + SIGPIPE: what git and a shell pipeline report for a closed reader
 
 app = App(
     help="open-memex — a git-native, local-first memory layer for AI coding agents.\n\n"
@@ -27,7 +40,7 @@ app = App(
     version_flags=["--version", "-V"],
     version_format="plaintext",
     help_format="plaintext",
-    error_formatter=lambda error: Text(f"open-memex: error: {_one_line(error)}"),
+    error_formatter=lambda error: Text(f"{PROG}: error: {safe(_one_line(error))}"),
 )
 
 
@@ -48,31 +61,139 @@ for command in (
 app.command("openmemex.cli.demo:demo", name="demo", help="A guided tour in a throw-away sandbox (never touches your data).")
 
 
+# What a missing positional argument is called, and a call that works (issue 6, item 11).
+_MISSING: dict[tuple[str, str], tuple[str, str]] = {
+    ("add", "text"): ("the memory text", f'{PROG} add "what to remember"'),
+    ("search", "query"): ("the search query", f'{PROG} search "words to look for"'),
+    ("supersede", "memory_id"): ("the id of the memory to replace", f'{PROG} supersede ID "the corrected text"'),
+    ("supersede", "text"): ("the new text", f'{PROG} supersede ID "the corrected text"'),
+    ("show", "memory_id"): ("the memory id", f"{PROG} show ID"),
+    ("status", "memory_id"): ("the memory id", f"{PROG} status ID active|deprecated|retracted|archived"),
+    ("status", "new_status"): ("the new status", f"{PROG} status ID active|deprecated|retracted|archived"),
+    ("forget", "memory_id"): ("the memory id", f"{PROG} forget ID [--soft]"),
+}
+
+
 def run(tokens: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if tokens is None else tokens)
+    undecodable = _undecodable(argv)
+    if undecodable:
+        _error(undecodable)
+        return EXIT_USAGE
     try:
-        result = app(argv, exit_on_error=False, print_error=True, result_action="return_value")
+        console = _help_console() if not argv or not _HELP_FLAGS.isdisjoint(argv) else None
+        result = app(argv, console=console, exit_on_error=False, print_error=False, result_action="return_value")
     except MemexError as exc:
-        sys.stderr.write(f"open-memex: error: {exc}\n")
+        _error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("open-memex: interrupted\n")
+        sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
+    except BrokenPipeError:
+        return _output_closed()
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as exc:
         import cyclopts
 
         if isinstance(exc, cyclopts.CycloptsError):
-            return 2
+            _error(usage_message(exc))
+            return EXIT_USAGE
         if type(exc).__module__.split(".")[0] in ("pygit2", "_pygit2"):
             # the repository itself is in a state libgit2 refuses (corrupt HEAD, locked refs, …)
-            sys.stderr.write(f"open-memex: error: git: {exc} — check the repository with `git status`\n")
+            _error(f"git: {exc} — check the repository with `git status`")
             return 1
         return _crash(exc)
     if isinstance(result, bool):
         return 0 if result else 1
     return result if isinstance(result, int) else 0
+
+
+def _error(message: str) -> None:
+    """The one line every failure prints; stored text in it is shown terminal-safe."""
+    sys.stderr.write(f"{PROG}: error: {safe(' '.join(message.splitlines()))}\n")
+
+
+def _undecodable(argv: Sequence[str]) -> str | None:
+    """Python hands undecodable argv bytes over as lone surrogates (surrogateescape); they
+    must not reach the write path, which would store or crash on them (issue 6, item 4)."""
+    for number, token in enumerate(argv, start=1):
+        try:
+            token.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(token[exc.start])
+            byte = f" (byte 0x{code - 0xDC00:02x})" if 0xDC80 <= code <= 0xDCFF else ""
+            return f"argument {number} is not valid UTF-8{byte} — pass UTF-8 text (convert it with `iconv -t UTF-8`)"
+    return None
+
+
+def usage_message(exc: CycloptsError) -> str:
+    """A cyclopts parse error as one line that names the next step."""
+    import cyclopts
+
+    command = " ".join(exc.command_chain or ())
+    helper = f"see `{PROG} {command} --help`" if command else f"see `{PROG} --help`"
+    argument = exc.argument
+    if isinstance(exc, cyclopts.MissingArgumentError) and argument is not None:
+        if argument.field_info.is_positional:
+            name = argument.field_info.name
+            what, call = _MISSING.get((command, name), (f"argument {_word(name)}", ""))
+            return f"missing {what} — {call or _synopsis(command, exc)}"
+        return f"{exc.keyword or argument.name} needs a value — {helper}"
+    if isinstance(exc, cyclopts.UnusedCliTokensError) and exc.unused_tokens:
+        extra = " ".join(exc.unused_tokens)
+        return f"unexpected argument{'s' if len(exc.unused_tokens) > 1 else ''}: {extra} — {helper}"
+    text = _one_line(exc)
+    if isinstance(exc, cyclopts.UnknownCommandError):
+        # cyclopts lists eight commands and "..."; the help lists them all
+        text, helper = text.split(" Available commands:")[0], f"see `{PROG} --help` for every command"
+    return f"{text[:-1] if text.endswith('.') and not text.endswith('...') else text} — {helper}"
+
+
+def _synopsis(command: str, exc: CycloptsError) -> str:
+    """``open-memex CMD ARG…`` from the command's positional parameters."""
+    words = [PROG, command]
+    if exc.target is not None:
+        for param in inspect.signature(exc.target).parameters.values():
+            if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                continue
+            word = _word(param.name) + ("…" if str(param.annotation).startswith("list[") else "")
+            words.append(word if param.default is param.empty else f"[{word}]")
+    return " ".join(words)
+
+
+def _word(name: str) -> str:
+    return name.upper().rstrip("_").replace("_", "-")
+
+
+_HELP_FLAGS = frozenset({"--help", "-h", "--version", "-V"})
+
+
+def _help_console() -> Console:
+    """rich's console, except that a closed stdout ends like every other command (rich
+    itself would exit 1); built only when help or the version is printed."""
+    from rich.console import Console
+
+    class HelpConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return HelpConsole()
+
+
+def _output_closed() -> int:
+    """stdout's reader went away (``… | head``): stop quietly, as git does. stdout is pointed
+    at the null device so the interpreter's last flush cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file descriptor (in-process runs): nothing left to flush into a pipe
+    return EXIT_PIPE
 
 
 def _crash(exc: BaseException) -> int:
@@ -81,19 +202,28 @@ def _crash(exc: BaseException) -> int:
     log = data_root() / "logs" / "crash.log"
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as fh:
+        with log.open("a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write("".join(traceback.format_exception(exc)) + "\n")
         where = f"; details in {log}"
     except OSError:
         where = ""
-    sys.stderr.write(f"open-memex: internal error: {type(exc).__name__}: {exc}{where}\n")
+    sys.stderr.write(f"{PROG}: internal error: {safe(f'{type(exc).__name__}: {exc}')}{where}\n")
     return 70
 
 
+def _exit(code: int) -> None:
+    """Flush stdout while a closed pipe can still be told apart from a bug, then exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _output_closed()
+    sys.exit(code)
+
+
 def main() -> None:
-    sys.exit(run())
+    _exit(run())
 
 
 def git_main() -> None:
     """``git memex …``: git runs this from the user's current directory."""
-    sys.exit(run())
+    _exit(run())

@@ -7,6 +7,7 @@ from .output import Flag, Text, emit_json, note, open_context, out, split_list
 
 def add(
     text: Text,
+    /,
     *,
     scope: str = "project",
     type: str = "fact",
@@ -74,6 +75,7 @@ def _notices(masked: list[str], private_spans: int) -> None:
 
 def search(
     query: Text,
+    /,
     *,
     scope: str = "both",
     type: str | None = None,
@@ -166,7 +168,7 @@ def list_(
     return 0
 
 
-def show(memory_id: str, *, json: Flag = False) -> int:
+def show(memory_id: str, /, *, json: Flag = False) -> int:
     """Print one memory file (frontmatter and body).
 
     Parameters
@@ -194,6 +196,7 @@ def show(memory_id: str, *, json: Flag = False) -> int:
 def supersede(
     memory_id: str,
     text: Text,
+    /,
     *,
     type: str | None = None,
     tags: str | None = None,
@@ -233,7 +236,7 @@ def supersede(
     return 0
 
 
-def status(memory_id: str, new_status: str) -> int:
+def status(memory_id: str, new_status: str, /, *, json: Flag = False) -> int:
     """Set a memory's status (retracted is one-way).
 
     Parameters
@@ -242,18 +245,24 @@ def status(memory_id: str, new_status: str) -> int:
         The memory to change.
     new_status
         active, deprecated, retracted or archived.
+    json
+        Print one JSON document.
     """
     from ..lifecycle import set_status
 
     with open_context() as ctx:
         change = set_status(ctx, memory_id, new_status)
+    if json:
+        emit_json({"id": change.memory.id, "old": change.old, "new": change.new, "changed": change.old != change.new,
+                   "in_repo": change.in_repo, "path": str(change.memory.path)})  # fmt: skip
+        return 0
     out(f"status {change.memory.id} → {change.new}" + (" (unchanged)" if change.old == change.new else ""))
     if change.in_repo:
         note("this memory lives in the repository: commit and push the change so the team sees it")
     return 0
 
 
-def forget(memory_id: str, *, soft: Flag = False) -> int:
+def forget(memory_id: str, /, *, soft: Flag = False, json: Flag = False) -> int:
     """Delete a memory, or hide it with --soft (one-way).
 
     Parameters
@@ -262,11 +271,17 @@ def forget(memory_id: str, *, soft: Flag = False) -> int:
         The memory to forget.
     soft
         Keep the file but retract it: hidden from search and lists, cannot be undone.
+    json
+        Print one JSON document.
     """
     from ..lifecycle import forget as run_forget
 
     with open_context() as ctx:
         gone = run_forget(ctx, memory_id, soft=soft)
+    if json:
+        emit_json({"id": gone.id, "path": str(gone.path), "soft": gone.soft, "already": gone.already,
+                   "in_repo": gone.in_repo})  # fmt: skip
+        return 0
     if gone.soft:
         state = "already hidden" if gone.already else "hidden"
         out(f"{state} {gone.id} (retracted — one-way; save it again with `open-memex add` if needed)")

@@ -1,4 +1,9 @@
-"""Writing results: people's text and --json documents to stdout, notices to stderr."""
+"""Writing results: people's text and --json documents to stdout, notices to stderr.
+
+Every human-text line goes through :func:`out` or :func:`note`, which pass it through
+``terminal.safe``: stored text never reaches a terminal with its control characters raw
+(issue 6, item 6). ``emit_json`` is left alone — JSON escapes control characters itself.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 from cyclopts import Parameter
+
+from ..terminal import safe
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -20,17 +27,31 @@ def open_context() -> Context:
     from ..context import Context
     from .progress import Progress
 
-    ctx = Context.load()
+    ctx = Context.load(warn=warn)
     ctx.progress = Progress("indexing memory files").update
     return ctx
 
 
+def warn(message: str) -> None:
+    """The core's warning, made terminal-safe (a warning may quote a file's content)."""
+    from ..index import warn_stderr
+
+    warn_stderr(safe(message))
+
+
 def out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    """One line of people's text on stdout, control characters shown as escapes."""
+    sys.stdout.write(safe(text) + "\n")
 
 
 def note(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    """One notice on stderr, control characters shown as escapes."""
+    sys.stderr.write(safe(text) + "\n")
+
+
+def out_exact(text: str) -> None:
+    """``text`` exactly as given when stdout is a file or pipe; terminal-safe on a terminal."""
+    sys.stdout.write(safe(text) if sys.stdout.isatty() else text)
 
 
 def emit_json(document: Any) -> None:
