@@ -10,18 +10,21 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from . import index, paths
 from .config import Config, load_config
-from .errors import UsageError
+from .errors import IndexDamaged, UsageError
 from .index import Folder, SyncStats, Warn, warn_stderr
-from .model import PERSONAL_KEY, RESERVED_SCOPES
+from .locks import scope_lock
+from .model import PERSONAL_KEY, RESERVED_SCOPES, Memory
 from .scope import ProjectScope, resolve_project
 
 SEARCH_SCOPES = ("project", "personal", "both", "all")
+INDEX_LOCK = ".index"  # serialises moving a damaged index aside
 WRITE_SCOPES = ("project", "personal")
 
 
@@ -34,6 +37,7 @@ class Context:
     warn: Warn = warn_stderr
     progress: Callable[[int, int], None] | None = None  # set by interactive surfaces
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
+    _db_ino: int | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, cwd: Path | None = None, warn: Warn = warn_stderr) -> Context:
@@ -96,22 +100,68 @@ class Context:
             return Folder(self.outbox_dir, "outbox", self.project.key)
         raise UsageError(f"unknown scope {scope!r} — use project or personal")
 
+    # -- locks ---------------------------------------------------------------------------
+    def lock(self, *keys: str) -> AbstractContextManager[None]:
+        """The cross-process write lock of these scope keys (see ``locks``)."""
+        return scope_lock(self.root, keys)
+
     # -- index ---------------------------------------------------------------------------
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = index.connect(paths.index_path(self.root), warn=self.warn)
+            db_path = paths.index_path(self.root)
+            self._conn = index.connect(db_path, warn=self.warn)
+            try:
+                self._db_ino = os.stat(db_path).st_ino
+            except OSError:
+                self._db_ino = None
         return self._conn
 
+    def recover_index(self) -> None:
+        """The index file is damaged: move it aside (unless another process already did)
+        and reconnect to a fresh one; the next reconcile rebuilds it from the files."""
+        db_path = paths.index_path(self.root)
+        ours = self._db_ino
+        self.close()
+        with scope_lock(self.root, [INDEX_LOCK]):
+            try:
+                current: int | None = os.stat(db_path).st_ino
+            except OSError:
+                current = None
+            if current is not None and current == ours:
+                index.move_aside(db_path, self.warn)
+        _ = self.conn
+
     def sync(self, scope: str = "both", kind: str = "request") -> SyncStats:
-        """Reconcile the index with the files of ``scope`` and heal supersede chains."""
+        """Reconcile the index with the files of ``scope`` and heal supersede chains. A
+        damaged index is rebuilt here, once, and the read goes on (the index is a cache)."""
         from .lifecycle import heal_chains
 
         folders = self.folders(scope)
-        stats = index.reconcile(self.conn, folders, kind=kind, warn=self.warn, progress=self.progress)
-        if stats.changed:
-            heal_chains(self, folders)
-        return stats
+        for attempt in (0, 1):
+            try:
+                stats = index.reconcile(self.conn, folders, kind=kind, warn=self.warn, progress=self.progress)
+                heal_chains(self, folders)
+                return stats
+            except sqlite3.DatabaseError as exc:
+                if attempt or not index.is_corrupt(exc):
+                    raise
+                self.recover_index()
+        raise AssertionError("unreachable")
+
+    def record(self, written: list[tuple[Memory, Folder]], removed: list[Path] | None = None) -> None:
+        """Tell the index about files just written or deleted. The files are the truth and
+        already landed: a damaged index here is rebuilt from them, never re-raised (so a
+        surface's retry can never repeat a write)."""
+        try:
+            index.apply_changes(self.conn, written, removed or [])
+        except sqlite3.DatabaseError as exc:
+            if not index.is_corrupt(exc):
+                raise
+            self.recover_index()
+            keys = {str(f.path) for _, f in written} | {str(p.parent) for p in removed or []}
+            folders = [f for f in self.folders("all") if str(f.path) in keys] + [f for _, f in written]
+            index.reconcile(self.conn, list({str(f.path): f for f in folders}.values()), warn=self.warn)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -121,5 +171,12 @@ class Context:
     def __enter__(self) -> Context:
         return self
 
-    def __exit__(self, *exc: object | TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        if exc is not None and index.is_corrupt(exc):
+            self.recover_index()
+            self.close()
+            raise IndexDamaged(
+                "the index was damaged and has been moved aside; run the command again"
+            ) from exc
         self.close()

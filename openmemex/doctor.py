@@ -50,9 +50,12 @@ def run_checks(ctx: Context) -> list[Check]:
     timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     checks.append(Check("locking", mode == "wal" and timeout >= 1000, f"journal_mode={mode}, busy_timeout={timeout} ms"))
     ctx.sync("all")
+    conn = ctx.conn  # the sync may have rebuilt a damaged index
     bad = index.quarantined(conn)
     checks.append(Check("memory files", not bad, "all readable" if not bad else
                         f"{len(bad)} skipped: " + "; ".join(f"{p}: {r}" for p, r in bad[:5])))  # fmt: skip
+    checks.append(_duplicate_ids(conn))
+    checks.append(_chains(conn))
     git = shutil.which("git")
     transport = ctx.config.values.get("sync", {}).get("transport", "auto")
     checks.append(Check("git", git is not None or transport == "pygit2",
@@ -67,3 +70,36 @@ def run_checks(ctx: Context) -> list[Check]:
                         f"for `git memex --help`: export MANPATH=\"{manpath()}:$MANPATH\" "
                         "(git memex -h always works)"))  # fmt: skip
     return checks
+
+
+def _duplicate_ids(conn: sqlite3.Connection) -> Check:
+    """One id in several files: every command names the copy it acts on; this lists them."""
+    rows = conn.execute(
+        "SELECT id, GROUP_CONCAT(file_path, ' | ') FROM memories GROUP BY id HAVING COUNT(*) > 1 ORDER BY id"
+    ).fetchall()
+    if not rows:
+        return Check("duplicate ids", True, "every id is in one file")
+    shown = "; ".join(f"{r[0]}: {r[1]}" for r in rows[:5])
+    more = f" (and {len(rows) - 5} more)" if len(rows) > 5 else ""
+    return Check("duplicate ids", False, f"{len(rows)} id(s) in several files: {shown}{more} — "
+                 "keep one copy (delete the other file, or `open-memex forget ID` acts on the first listed)")  # fmt: skip
+
+
+def _chains(conn: sqlite3.Connection) -> Check:
+    """Supersede pointers that lead nowhere, and memories replaced twice (a fork)."""
+    problems: list[str] = []
+    for memory_id, target in conn.execute(
+        "SELECT m.id, m.superseded_by FROM memories m WHERE m.status = 'superseded' AND (m.superseded_by IS NULL "
+        "OR NOT EXISTS (SELECT 1 FROM memories s WHERE s.id = m.superseded_by)) ORDER BY m.id"
+    ):
+        gone = f"its replacement {target} is missing" if target else "it names no replacement"
+        problems.append(f"{memory_id} is superseded but {gone} (fix: open-memex status {memory_id} active)")
+    for memory_id, count in conn.execute(
+        "SELECT supersedes, COUNT(DISTINCT id) FROM memories WHERE supersedes IS NOT NULL "
+        "GROUP BY supersedes HAVING COUNT(DISTINCT id) > 1 ORDER BY supersedes"
+    ):
+        problems.append(f"{memory_id} is replaced by {count} memories (fix: forget all but one replacement)")
+    if not problems:
+        return Check("supersede chains", True, "every chain has one head")
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return Check("supersede chains", False, f"{len(problems)} problem(s): " + "; ".join(problems[:5]) + more)

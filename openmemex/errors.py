@@ -36,3 +36,8 @@ class ConflictError(MemexError):
     """Resolve found a semantic conflict it must not decide (design principle 5)."""
 
     exit_code = 3
+
+
+class IndexDamaged(MemexError):
+    """The index file was damaged mid-command and has been moved aside to be rebuilt.
+    Surfaces run the command once more; nothing had been written when this is raised."""

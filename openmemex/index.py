@@ -22,9 +22,10 @@ from .errors import MemexError, StoreBusyError
 from .ids import parse_time
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
+from .store import sweep_temp_files
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
 
@@ -37,6 +38,8 @@ CREATE TABLE memories(
   file_path TEXT NOT NULL UNIQUE,
   mtime_ns INTEGER NOT NULL,
   size INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
   scope TEXT NOT NULL,
   scope_key TEXT NOT NULL,
   visibility TEXT NOT NULL,
@@ -60,6 +63,8 @@ CREATE TABLE memories(
 CREATE INDEX memories_id ON memories(id);
 CREATE INDEX memories_dir_updated ON memories(dir, updated_at DESC);
 CREATE INDEX memories_hash ON memories(content_hash);
+CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
 CREATE VIRTUAL TABLE memories_fts USING fts5(
   content, tags, aliases, type, cjk,
   content='memories', content_rowid='rowid',
@@ -84,6 +89,8 @@ CREATE TABLE quarantine(
   dir TEXT NOT NULL,
   mtime_ns INTEGER NOT NULL,
   size INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
   reason TEXT NOT NULL,
   seen_at REAL NOT NULL
 );
@@ -104,7 +111,7 @@ CREATE TABLE sync_log(
 """
 
 _UPSERT_COLUMNS = (
-    "id", "dir", "location", "file_path", "mtime_ns", "size", "scope", "scope_key",
+    "id", "dir", "location", "file_path", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
     "source", "tags", "aliases", "content", "cjk", "content_hash", "supersedes",
     "superseded_by", "created_at", "updated_at",
@@ -117,6 +124,8 @@ _UPSERT_SQL = (
 )
 
 Warn = Callable[[str], None]
+Sig = tuple[int, int, int, int]  # mtime_ns, size, ctime_ns, inode: what a reread is decided on
+_SIG_COLUMNS = "mtime_ns, size, ctime_ns, ino"
 
 
 def warn_stderr(message: str) -> None:
@@ -161,19 +170,43 @@ def connect(db_path: Path, warn: Warn = warn_stderr) -> sqlite3.Connection:
     try:
         return _connect(db_path)
     except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError) or not _looks_corrupt(exc):
+        if not is_corrupt(exc):
             raise
-    aside = db_path.with_name(f"{db_path.name}.corrupt-{int(time.time())}")
-    os.replace(db_path, aside)
-    for suffix in ("-wal", "-shm"):
-        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    warn(f"the index {db_path} was damaged ({aside.name} kept); rebuilding it from the memory files")
+    move_aside(db_path, warn)
     return _connect(db_path)
 
 
-def _looks_corrupt(exc: sqlite3.DatabaseError) -> bool:
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (and their extended codes)
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """A damaged index file (any page, found at any point), as opposed to a busy or
+    read-only database: the only kind of database error we repair by rebuilding."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
+        return True
     text = str(exc).lower()
     return "not a database" in text or "malformed" in text or "corrupt" in text
+
+
+KEEP_DAMAGED = 2  # moved-aside copies kept for a bug report; older ones are removed
+
+
+def move_aside(db_path: Path, warn: Warn = warn_stderr) -> None:
+    """Rename a damaged index (and its WAL) out of the way; the next connect rebuilds."""
+    aside = db_path.with_name(f"{db_path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    try:
+        os.replace(db_path, aside)
+    except FileNotFoundError:
+        return
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    old = sorted(db_path.parent.glob(f"{db_path.name}.corrupt-*"), key=lambda p: p.stat().st_mtime)
+    for stale in old[:-KEEP_DAMAGED]:
+        stale.unlink(missing_ok=True)
+    warn(f"the index {db_path} was damaged ({aside.name} kept); rebuilding it from the memory files")
 
 
 def _connect(db_path: Path) -> sqlite3.Connection:
@@ -264,7 +297,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
             raise busy_error(exc) from None
 
 
-def _row_values(memory: Memory, folder: Folder, path: Path, mtime_ns: int, size: int) -> tuple[object, ...]:
+def _row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:
     searchable = memory.body
     cjk_source = " ".join([memory.body, *memory.tags, *memory.aliases])
     values = {
@@ -272,8 +305,10 @@ def _row_values(memory: Memory, folder: Folder, path: Path, mtime_ns: int, size:
         "dir": str(folder.path),
         "location": folder.location,
         "file_path": str(path),
-        "mtime_ns": mtime_ns,
-        "size": size,
+        "mtime_ns": sig[0],
+        "size": sig[1],
+        "ctime_ns": sig[2],
+        "ino": sig[3],
         "scope": memory.scope,
         "scope_key": memory.scope_key,
         "visibility": memory.visibility,
@@ -317,25 +352,26 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
     for memory, folder in written:
         assert memory.path is not None
         st = os.lstat(memory.path)
-        rows.append(_row_values(memory, folder, memory.path, st.st_mtime_ns, st.st_size))
+        sig = _sig(st)
+        rows.append(_row_values(memory, folder, memory.path, sig))
         key = str(memory.path.parent)
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] += _entry_crc(memory.path.name, st.st_mtime_ns, st.st_size, st.st_mode)
-        old = conn.execute("SELECT mtime_ns, size FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
+        delta[0] += _entry_crc(memory.path.name, sig, st.st_mode)
+        old = conn.execute(f"SELECT {_SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
         if old is not None:  # rewritten in place by tmp+rename: same mode as before
-            delta[0] -= _entry_crc(memory.path.name, old[0], old[1], st.st_mode)
+            delta[0] -= _entry_crc(memory.path.name, tuple(old), st.st_mode)
         elif conn.execute("SELECT 1 FROM quarantine WHERE file_path = ?", (str(memory.path),)).fetchone():
             unknown.add(key)
         else:
             delta[1] += 1
     for path in removed:
         key = str(path.parent)
-        old = conn.execute("SELECT mtime_ns, size FROM memories WHERE file_path = ?", (str(path),)).fetchone()
+        old = conn.execute(f"SELECT {_SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(path),)).fetchone()
         if old is None:
             unknown.add(key)
             continue
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] -= _entry_crc(path.name, old[0], old[1], _FILE_MODE)
+        delta[0] -= _entry_crc(path.name, tuple(old), _FILE_MODE)
         delta[1] -= 1
     with transaction(conn):
         conn.executemany(_UPSERT_SQL, rows)
@@ -354,9 +390,9 @@ def remove_path(conn: sqlite3.Connection, path: Path) -> None:
     apply_changes(conn, [], [path])
 
 
-def _scan(folder: Path) -> tuple[dict[str, tuple[int, int]], dict[str, str]]:
+def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
     """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``."""
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[str, Sig] = {}
     odd: dict[str, str] = {}
     try:
         entries = os.scandir(folder)
@@ -377,7 +413,7 @@ def _scan(folder: Path) -> tuple[dict[str, tuple[int, int]], dict[str, str]]:
             if not entry.is_file(follow_symlinks=False):
                 odd[entry.path] = "not a regular file"
                 continue
-            found[entry.path] = (st.st_mtime_ns, st.st_size)
+            found[entry.path] = _sig(st)
     return found, odd
 
 
@@ -398,14 +434,23 @@ def reconcile(
 _FILE_MODE = 0o100644  # a removed file's mode is not recorded; a wrong guess only costs a re-scan
 
 
-def _entry_crc(name: str, mtime_ns: int, size: int, mode: int) -> int:
-    return zlib.crc32(b"%s\0%d\0%d\0%d" % (name.encode("utf-8", "surrogateescape"), mtime_ns, size, mode))
+def _sig(st: os.stat_result) -> Sig:
+    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+
+
+def _entry_crc(name: str, sig: tuple[int, ...], mode: int) -> int:
+    mtime_ns, size, ctime_ns, ino = sig
+    return zlib.crc32(
+        b"%s\0%d\0%d\0%d\0%d\0%d" % (name.encode("utf-8", "surrogateescape"), mtime_ns, size, ctime_ns, ino, mode)
+    )
 
 
 def fingerprint(folder: Path) -> tuple[int, int]:
-    """An order-independent checksum of every ``*.md`` entry's name, mtime, size and mode:
-    equal to the stored one means nothing in the folder changed, so the index rows need
-    not be read (the warm path of every read)."""
+    """An order-independent checksum of every ``*.md`` entry's name, mtime, size, ctime,
+    inode and mode: equal to the stored one means nothing in the folder changed, so the
+    index rows need not be read (the warm path of every read). ctime and inode are what an
+    in-place rewrite cannot hide: ``touch -r`` restores mtime, but any write or chmod moves
+    ctime, and a rename-over brings a new inode (docs/protocol.md, Consistency)."""
     try:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
@@ -414,15 +459,20 @@ def fingerprint(folder: Path) -> tuple[int, int]:
     total = 0
     count = 0
     lstat = os.lstat
+    temps = []
     for name in names:
         if not name.endswith(".md") or name.startswith("."):
+            if name.endswith(".tmp") and name.startswith("."):
+                temps.append(name)
             continue
         try:
             st = lstat(base + name)
         except OSError:
             continue
-        total += _entry_crc(name, st.st_mtime_ns, st.st_size, st.st_mode)
+        total += _entry_crc(name, (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino), st.st_mode)
         count += 1
+    if temps:
+        sweep_temp_files(folder, temps)
     return total & 0x7FFFFFFFFFFFFFFF, count
 
 
@@ -442,8 +492,8 @@ def _reconcile_folder(
     # then "new" (re-read, harmless), never "gone" (its row deleted).
     plain = conn.cursor()
     plain.row_factory = None  # plain tuples: this runs on every read
-    known = {p: (m, z) for p, m, z in plain.execute("SELECT file_path, mtime_ns, size FROM memories WHERE dir = ?", (key,))}
-    held = {p: (m, z) for p, m, z in plain.execute("SELECT file_path, mtime_ns, size FROM quarantine WHERE dir = ?", (key,))}
+    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {_SIG_COLUMNS} FROM memories WHERE dir = ?", (key,))}
+    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {_SIG_COLUMNS} FROM quarantine WHERE dir = ?", (key,))}
     plain.close()
     on_disk, odd = _scan(folder.path)
     stats.scanned = len(on_disk)
@@ -458,47 +508,52 @@ def _reconcile_folder(
                 _write_sync_row(conn, key, kind, stats, time.time())
         return stats
     rows: list[tuple[object, ...]] = []
-    bad: list[tuple[str, int, int, str]] = []
+    bad: list[tuple[str, Sig, str]] = []
     show = progress if progress is not None and len(changed) >= PROGRESS_THRESHOLD else None
     for i, path_text in enumerate(changed):
         if show is not None:
             show(i + 1, len(changed))
         path = Path(path_text)
-        mtime_ns, size = on_disk[path_text]
+        sig = on_disk[path_text]
         try:
             memory = read_memory(path, folder.scope_key)
-        except MemoryFileError as exc:
-            bad.append((path_text, mtime_ns, size, str(exc)))
-            continue
         except FileNotFoundError:
-            stats.scanned -= 1  # deleted since the scan: the next reconcile drops any row
+            # deleted since the scan (a concurrent forget or submit): not a broken file;
+            # its row goes now, and the stored fingerprint differs so the next read re-scans
+            stats.scanned -= 1
+            if path_text in known:
+                removed.append(path_text)
+            continue
+        except MemoryFileError as exc:
+            bad.append((path_text, sig, str(exc)))
             continue
         except OSError as exc:
-            bad.append((path_text, mtime_ns, size, f"cannot read: {exc.strerror}"))
+            bad.append((path_text, sig, f"cannot read: {exc.strerror}"))
             continue
         except Exception as exc:  # never let one file take the whole store down
-            bad.append((path_text, mtime_ns, size, f"unreadable ({type(exc).__name__}: {exc})"))
+            bad.append((path_text, sig, f"unreadable ({type(exc).__name__}: {exc})"))
             continue
         if path_text in known:
             stats.updated += 1
         else:
             stats.added += 1
-        rows.append(_row_values(memory, folder, path, mtime_ns, size))
+        rows.append(_row_values(memory, folder, path, sig))
     for path_text, reason in new_odd.items():
-        bad.append((path_text, 0, 0, reason))
+        bad.append((path_text, (0, 0, 0, 0), reason))
     stats.removed = len(removed)
     now = time.time()
     with transaction(conn):
         conn.executemany(_UPSERT_SQL, rows)
         conn.executemany("DELETE FROM memories WHERE file_path = ?", [(p,) for p in removed])
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(p,) for p in released])
-        for path_text, mtime_ns, size, reason in bad:
+        for path_text, sig, reason in bad:
             conn.execute("DELETE FROM memories WHERE file_path = ?", (path_text,))
             conn.execute(
-                "INSERT INTO quarantine(file_path, dir, mtime_ns, size, reason, seen_at) VALUES (?,?,?,?,?,?) "
+                "INSERT INTO quarantine(file_path, dir, mtime_ns, size, ctime_ns, ino, reason, seen_at) "
+                "VALUES (?,?,?,?,?,?,?,?) "
                 "ON CONFLICT(file_path) DO UPDATE SET mtime_ns=excluded.mtime_ns, size=excluded.size, "
-                "reason=excluded.reason, seen_at=excluded.seen_at",
-                (path_text, key, mtime_ns, size, reason, now),
+                "ctime_ns=excluded.ctime_ns, ino=excluded.ino, reason=excluded.reason, seen_at=excluded.seen_at",
+                (path_text, key, *sig, reason, now),
             )
         good_paths = [(r[3],) for r in rows]
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
@@ -508,7 +563,7 @@ def _reconcile_folder(
     if len(rows) + len(removed) > 1000:
         with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    for path_text, _, _, reason in bad:
+    for path_text, _, reason in bad:
         stats.quarantined.append((Path(path_text), reason))
         warn(f"skipped {path_text}: {reason}")
     return stats

@@ -1,79 +1,146 @@
-"""Lifecycle rules (design §3.3, D64): supersede chains, status changes, forgetting."""
+"""Lifecycle rules (design §3.3, D64): supersede chains, status changes, forgetting.
+
+Chain rules, the same for every command (docs/protocol.md, Consistency):
+- pointers are two-way; a one-sided pointer is healed on read, under the scope's write
+  lock and only after re-reading both files, so a supersede in flight is never "repaired";
+- a member whose successor is missing (deleted by hand, or not in the folders searched)
+  is the head of what is left: ``list`` and ``search`` show it, ``supersede`` and
+  ``status`` act on it, ``doctor`` reports the dangling pointer;
+- forgetting a member — hard or ``--soft`` — takes it out of the chain: forgetting the
+  head makes the previous member the head again, a middle member is unlinked and the
+  chain closed around it, the oldest member simply goes.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import index, store
+from . import store
 from .context import Context
-from .errors import LifecycleError, UsageError
+from .errors import LifecycleError, MemexError, StoreBusyError, UsageError
 from .ids import now_rfc3339
 from .index import Folder
-from .lookup import locate
+from .locks import scope_lock
+from .lookup import locate, rows_for
 from .memfile import MemoryFileError, read_memory
 from .model import STATUSES, Memory
+
+
+def _marks(items: list[str]) -> str:
+    return ",".join("?" for _ in items)
 
 
 def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     """Make one-sided supersede pointers two-sided (design §3.3). Files in our own data
     root are fixed on disk; in-repo files are fixed in the index only and reported, so a
-    read never dirties the user's work tree. Returns how many pointers were healed."""
+    read never dirties the user's work tree. Runs on every read (two indexed queries), so a
+    repair that failed once is tried again. Returns how many pointers were healed."""
     conn = ctx.conn
     dirs = [str(f.path) for f in folders]
-    marks = ",".join("?" for _ in dirs)
+    marks = _marks(dirs)
     forward = conn.execute(
-        f"SELECT old.id AS old_id, new.file_path AS path, new.location AS location "
+        f"SELECT old.id AS old_id, old.file_path AS old_path, new.file_path AS path, new.location AS location "
         f"FROM memories old JOIN memories new ON new.id = old.superseded_by "
-        f"WHERE old.dir IN ({marks}) AND new.dir IN ({marks}) AND new.supersedes IS NULL",
+        f"WHERE old.superseded_by IS NOT NULL AND old.dir IN ({marks}) AND new.dir IN ({marks}) "
+        f"AND new.supersedes IS NULL",
         [*dirs, *dirs],
     ).fetchall()
     backward = conn.execute(
-        f"SELECT new.id AS new_id, old.file_path AS path, old.location AS location, old.status AS status "
+        f"SELECT new.id AS new_id, new.file_path AS new_path, old.file_path AS path, old.location AS location "
         f"FROM memories new JOIN memories old ON old.id = new.supersedes "
-        f"WHERE new.dir IN ({marks}) AND old.dir IN ({marks}) AND old.superseded_by IS NULL",
+        f"WHERE new.supersedes IS NOT NULL AND new.dir IN ({marks}) AND old.dir IN ({marks}) "
+        f"AND old.superseded_by IS NULL",
         [*dirs, *dirs],
     ).fetchall()
     healed = 0
     for row in forward:
-        healed += _heal(ctx, row["path"], row["location"], folders, supersedes=row["old_id"])
+        healed += _heal(ctx, row["path"], row["location"], folders, row["old_path"], supersedes=row["old_id"])
     for row in backward:
-        healed += _heal(ctx, row["path"], row["location"], folders, superseded_by=row["new_id"])
+        healed += _heal(ctx, row["path"], row["location"], folders, row["new_path"], superseded_by=row["new_id"])
     return healed
 
 
 def _heal(
-    ctx: Context, path_text: str, location: str, folders: list[Folder],
+    ctx: Context, path_text: str, location: str, folders: list[Folder], partner_path: str,
     supersedes: str | None = None, superseded_by: str | None = None,
 ) -> int:  # fmt: skip
     path = Path(path_text)
-    folder = next(f for f in folders if str(f.path) == str(path.parent))
-    what = f"supersedes {supersedes}" if supersedes else f"superseded_by {superseded_by}"
-    if location == "repo":
-        column, value = ("supersedes", supersedes) if supersedes else ("superseded_by", superseded_by)
-        with index.transaction(ctx.conn):
-            ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE file_path = ?", (value, path_text))
-            if superseded_by:
-                ctx.conn.execute(
-                    "UPDATE memories SET status = 'superseded' WHERE file_path = ? AND status = 'active'", (path_text,)
-                )
-        ctx.warn(f"{path.name}: one-sided supersede chain (missing {what}); fix the file in the repo")
-        return 1
-    try:
-        memory = read_memory(path, folder.scope_key)
-    except (MemoryFileError, OSError):
+    folder = next((f for f in folders if str(f.path) == str(path.parent)), None)
+    if folder is None:
         return 0
-    if supersedes:
-        memory.supersedes = supersedes
-    if superseded_by:
-        memory.superseded_by = superseded_by
-        if memory.status == "active":
-            memory.status = "superseded"
-    store.save(memory, folder.path)
-    index.upsert(ctx.conn, memory, folder)
+    what = f"supersedes {supersedes}" if supersedes else f"superseded_by {superseded_by}"
+    try:
+        # Never wait: a writer holding this lock is mid-supersede (or mid-forget) and
+        # finishes the chain itself; if it died, the kernel freed the lock and the next
+        # read heals. Waiting here could also invert lock order between two scopes.
+        with scope_lock(ctx.root, [folder.scope_key or ""], wait_s=0):
+            memory = read_memory(path, folder.scope_key)
+            partner = read_memory(Path(partner_path))
+            if supersedes:
+                if memory.supersedes is not None or partner.superseded_by != memory.id:
+                    return 0  # changed since the index saw it: the next reconcile re-reads it
+            elif memory.superseded_by is not None or partner.supersedes != memory.id:
+                return 0
+            if location == "repo":
+                return _heal_repo_row(ctx, path, supersedes, superseded_by, what)
+            if supersedes:
+                memory.supersedes = supersedes
+            if superseded_by:
+                memory.superseded_by = superseded_by
+                if memory.status == "active":
+                    memory.status = "superseded"
+            store.save(memory, folder.path)
+            ctx.record([(memory, folder)])
+    except StoreBusyError:
+        return 0
+    except (MemoryFileError, OSError):
+        return 0  # unreadable or gone: reconcile reports it
+    except MemexError as exc:
+        ctx.warn(f"{path.name}: one-sided supersede chain (missing {what}) could not be repaired: {exc}")
+        return 0
     ctx.warn(f"{path.name}: repaired one-sided supersede chain ({what})")
     return 1
+
+
+def _heal_repo_row(ctx: Context, path: Path, supersedes: str | None, superseded_by: str | None, what: str) -> int:
+    from .index import transaction
+
+    column, value = ("supersedes", supersedes) if supersedes else ("superseded_by", superseded_by)
+    with transaction(ctx.conn):
+        ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE file_path = ?", (value, str(path)))
+        if superseded_by:
+            ctx.conn.execute(
+                "UPDATE memories SET status = 'superseded' WHERE file_path = ? AND status = 'active'", (str(path),)
+            )
+    ctx.warn(f"{path.name}: one-sided supersede chain (missing {what}); fix the file in the repo")
+    return 1
+
+
+def key_folders(ctx: Context, key: str) -> list[Folder]:
+    """Every folder whose files belong to ``key`` (a project's outbox and repo dir)."""
+    if key == ctx.project.key:
+        return ctx.folders("project")
+    return [ctx.folder_for_key(key)]
+
+
+def successor_missing(ctx: Context, memory: Memory, folders: list[Folder]) -> bool:
+    """A superseded memory whose replacement is not in ``folders``: the head of what is left."""
+    if memory.status != "superseded":
+        return False
+    if not memory.superseded_by:
+        return True
+    return not rows_for(ctx.conn, memory.superseded_by, folders)
+
+
+def stranded_sql(alias: str, dirs: list[str]) -> tuple[str, list[str]]:
+    """SQL (and params) true for a superseded row whose successor is missing from ``dirs``."""
+    return (
+        f"({alias}.status = 'superseded' AND ({alias}.superseded_by IS NULL OR NOT EXISTS "
+        f"(SELECT 1 FROM memories s WHERE s.id = {alias}.superseded_by AND s.dir IN ({_marks(dirs)}))))",
+        list(dirs),
+    )
 
 
 @dataclass
@@ -89,22 +156,26 @@ def set_status(ctx: Context, memory_id: str, status: str) -> StatusChange:
         raise UsageError(f"unknown status {status!r} — use one of: active, deprecated, retracted, archived")
     if status == "superseded":
         raise LifecycleError("status 'superseded' is chain-managed — use `open-memex supersede ID TEXT`")
-    memory, folder = locate(ctx, memory_id)
-    old = memory.status
-    if old == "superseded":
-        raise LifecycleError(
-            f"{memory.id} is superseded by {memory.superseded_by} (chain-managed); supersede the newest version instead"
-        )
-    if old == "retracted" and status != "retracted":
-        raise LifecycleError(
-            f"{memory.id} is retracted, and retraction is one-way (D64): it cannot return to {status}; "
-            "save the fact again with `open-memex add` if it is true after all"
-        )
-    if old != status:
-        memory.status = status
-        memory.updated_at = now_rfc3339()
-        store.save(memory, folder.path)
-        index.upsert(ctx.conn, memory, folder)
+    _, first = locate(ctx, memory_id)
+    with ctx.lock(first.scope_key or ""):
+        memory, folder = locate(ctx, memory_id)
+        old = memory.status
+        if old == "superseded" and not successor_missing(ctx, memory, key_folders(ctx, memory.scope_key)):
+            raise LifecycleError(
+                f"{memory.id} is superseded by {memory.superseded_by} (chain-managed); supersede the newest version instead"
+            )
+        if old == "retracted" and status != "retracted":
+            raise LifecycleError(
+                f"{memory.id} is retracted, and retraction is one-way (D64): it cannot return to {status}; "
+                "save the fact again with `open-memex add` if it is true after all"
+            )
+        if old != status:
+            if old == "superseded":
+                memory.superseded_by = None  # its successor is gone: this is the head now
+            memory.status = status
+            memory.updated_at = now_rfc3339()
+            store.save(memory, folder.path)
+            ctx.record([(memory, folder)])
     return StatusChange(memory, old, status, folder.location == "repo")
 
 
@@ -115,24 +186,90 @@ class Forgotten:
     soft: bool
     in_repo: bool
     already: bool = False
+    relinked: list[str] = field(default_factory=list)  # neighbours whose chain pointers changed
 
 
 def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
-    """Hard delete (file first, then the row), or ``soft``: a one-way retraction (D68)."""
-    memory, folder = locate(ctx, memory_id)
-    assert memory.path is not None
-    in_repo = folder.location == "repo"
-    if soft:
-        already = memory.status == "retracted"
-        if not already:
-            memory.status = "retracted"
-            memory.updated_at = now_rfc3339()
-            store.save(memory, folder.path)
-            index.upsert(ctx.conn, memory, folder)
-        return Forgotten(memory.id, memory.path, True, in_repo, already)
-    store.delete(memory.path)
-    index.remove_path(ctx.conn, memory.path)
-    return Forgotten(memory.id, memory.path, False, in_repo)
+    """Hard delete (file first, then the row), or ``soft``: a one-way retraction (D68).
+    Either way the memory leaves its supersede chain (module docstring)."""
+    _, first = locate(ctx, memory_id)
+    with ctx.lock(first.scope_key or ""):
+        memory, folder = locate(ctx, memory_id)
+        assert memory.path is not None
+        in_repo = folder.location == "repo"
+        prev, nxt = _neighbours(ctx, memory)
+        if soft:
+            already = memory.status == "retracted" and not (memory.supersedes or memory.superseded_by)
+            relinked: list[str] = []
+            if not already:
+                relinked = _close_chain(ctx, memory, prev, nxt, removing=False)
+                memory.status = "retracted"
+                memory.supersedes = None
+                memory.superseded_by = None
+                memory.updated_at = now_rfc3339()
+                store.save(memory, folder.path)
+                ctx.record([(memory, folder)])
+            return Forgotten(memory.id, memory.path, True, in_repo, already, relinked)
+        if prev is not None and nxt is not None:
+            relinked = _close_chain(ctx, memory, prev, nxt, removing=True)  # neighbours first
+            store.delete(memory.path)
+            ctx.record([], [memory.path])
+        else:
+            store.delete(memory.path)  # first, so a crash in between never re-links it
+            ctx.record([], [memory.path])
+            relinked = _close_chain(ctx, memory, prev, nxt, removing=True)
+        return Forgotten(memory.id, memory.path, False, in_repo, relinked=relinked)
+
+
+Neighbour = tuple[Memory, Folder]
+
+
+def _neighbours(ctx: Context, memory: Memory) -> tuple[Neighbour | None, Neighbour | None]:
+    """The members right before and after ``memory``, when they point back at it."""
+    folders = key_folders(ctx, memory.scope_key)
+
+    def load(memory_id: str | None) -> Neighbour | None:
+        if not memory_id:
+            return None
+        for row in rows_for(ctx.conn, memory_id, folders):
+            folder = next(f for f in folders if str(f.path) == row["dir"])
+            try:
+                return read_memory(Path(row["file_path"]), folder.scope_key), folder
+            except (MemoryFileError, OSError):
+                continue
+        return None
+
+    prev = load(memory.supersedes)
+    nxt = load(memory.superseded_by)
+    if prev is not None and prev[0].superseded_by != memory.id:
+        prev = None
+    if nxt is not None and nxt[0].supersedes != memory.id:
+        nxt = None
+    return prev, nxt
+
+
+def _close_chain(ctx: Context, memory: Memory, prev: Neighbour | None, nxt: Neighbour | None,
+                 removing: bool) -> list[str]:  # fmt: skip
+    """Point ``prev`` and ``nxt`` at each other (or make ``prev`` the head again)."""
+    stamp = now_rfc3339()
+    changed: list[tuple[Memory, Folder]] = []
+    if prev is not None:
+        before, folder = prev
+        before.superseded_by = nxt[0].id if nxt is not None else None
+        if nxt is None and before.status == "superseded":
+            before.status = "active"
+        before.updated_at = stamp
+        changed.append((before, folder))
+    if nxt is not None:
+        after, folder = nxt
+        after.supersedes = prev[0].id if prev is not None else None
+        after.updated_at = stamp
+        changed.append((after, folder))
+    for item, folder in changed:
+        store.save(item, folder.path)
+    if changed:
+        ctx.record(changed)
+    return [m.id for m, _ in changed]
 
 
 def newest_in_chain(conn: sqlite3.Connection, rows_by_id: dict[str, sqlite3.Row], start: sqlite3.Row,
@@ -141,7 +278,7 @@ def newest_in_chain(conn: sqlite3.Connection, rows_by_id: dict[str, sqlite3.Row]
     at the last memory that exists, so a broken chain never hides knowledge."""
     current = start
     seen = {start["id"]}
-    marks = ",".join("?" for _ in dirs)
+    marks = _marks(dirs)
     while current["status"] == "superseded" and current["superseded_by"]:
         nxt_id = current["superseded_by"]
         if nxt_id in seen:

@@ -11,6 +11,7 @@ from .context import Context
 from .errors import UsageError
 from .ids import format_time
 from .index import Folder, split_tags
+from .lifecycle import stranded_sql
 from .model import TYPES
 from .search import check_limit
 from .text import normalize_ws
@@ -124,7 +125,10 @@ def _query(
         where += " AND type = ?"
         params.append(type)
     if include == "active":
-        where += " AND status IN ('active', 'deprecated')"
+        # a superseded memory whose successor is gone is the head of what is left (lifecycle)
+        stranded, extra = stranded_sql("memories", dirs)
+        where += f" AND (status IN ('active', 'deprecated') OR {stranded})"
+        params.extend(extra)
     total = conn.execute(f"SELECT COUNT(DISTINCT id) FROM memories WHERE {where}", params).fetchone()[0]
     rows = conn.execute(
         f"SELECT * FROM memories WHERE {where} ORDER BY updated_at DESC, id DESC LIMIT ?", [*params, limit * 2]

@@ -46,5 +46,36 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
                 memory = read_memory(Path(row["file_path"]), folder.scope_key)
             except (MemoryFileError, OSError) as exc:
                 raise NotFoundError(f"memory {row['id']} is unreadable ({exc}); see `open-memex doctor`") from None
+            if len(rows) > 1:
+                _warn_copies(ctx, row, rows[1:])
             return memory, folder
+        broken = _quarantined(ctx.conn, text, folders)
+        if broken is not None:
+            raise NotFoundError(
+                f"memory {Path(broken[0]).stem} cannot be read: {broken[1]} ({broken[0]}) — fix the file by hand; "
+                "`open-memex doctor` lists every such file"
+            )
     raise NotFoundError(f"no memory with id {memory_id!r} — find ids with `open-memex search` or `open-memex list`")
+
+
+def _warn_copies(ctx: Context, used: sqlite3.Row, others: list[sqlite3.Row]) -> None:
+    """The same id in several folders (a copied file, an interrupted submit): say which
+    copy this command acts on, every time (issue 6, item 8)."""
+    rest = ", ".join(r["file_path"] for r in others)
+    ctx.warn(
+        f"id {used['id']} exists in {len(others) + 1} places; acting on {used['file_path']} ({used['location']}); "
+        f"other copies: {rest} — see `open-memex doctor`"
+    )
+
+
+def _quarantined(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) -> tuple[str, str] | None:
+    """A file named for this id that the index could not read, and why."""
+    dirs = [str(f.path) for f in folders]
+    needle = memory_id.upper()
+    for path, reason in conn.execute(
+        f"SELECT file_path, reason FROM quarantine WHERE dir IN ({','.join('?' for _ in dirs)}) ORDER BY file_path",
+        dirs,
+    ):
+        if Path(path).stem.upper().startswith(needle):
+            return str(path), str(reason)
+    return None

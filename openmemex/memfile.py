@@ -40,6 +40,11 @@ class MemoryFileError(Exception):
     """A file we cannot use as a memory; the message is the one-line quarantine reason."""
 
 
+class MemoryFileGone(MemoryFileError, FileNotFoundError):
+    """The file vanished between listing and reading (a concurrent forget or submit): the
+    index drops it silently instead of quarantining it as unreadable (issue 6, item 10)."""
+
+
 @dataclass
 class RawFile:
     """The text a memory was read from, split so unchanged parts can be written back."""
@@ -55,11 +60,16 @@ def read_memory(path: Path, default_scope_key: str | None = None) -> Memory:
     """Parse ``path``; raise MemoryFileError with a one-line reason when it is unusable."""
     try:
         size = path.stat().st_size
+    except FileNotFoundError:
+        raise MemoryFileGone("the file was removed") from None
     except OSError as exc:
         raise MemoryFileError(f"cannot read: {exc.strerror}") from None
     if size > MAX_FILE_BYTES:
         raise MemoryFileError(f"file too large ({size / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit)")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise MemoryFileGone("the file was removed") from None
     memory = parse_memory(data, default_scope_key)
     if memory.id != path.stem:
         raise MemoryFileError(f"id {memory.id!r} does not match the file name {path.name!r}")

@@ -45,6 +45,11 @@ def migrate(ctx: Context, source: str, target: str | None = None, dry_run: bool 
     dst = resolve_key(ctx, target or "project")
     if src == dst:
         raise UsageError(f"--from and --to are the same scope ({src}); nothing to move")
+    with ctx.lock(src, dst):
+        return _migrate_locked(ctx, src, dst, dry_run, on_conflict)
+
+
+def _migrate_locked(ctx: Context, src: str, dst: str, dry_run: bool, on_conflict: str) -> MigrateReport:
     src_folder, dst_folder = ctx.folder_for_key(src), ctx.folder_for_key(dst)
     files = store.memory_files(src_folder.path)
     if not files and not src_folder.path.is_dir():

@@ -13,11 +13,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from . import index, store
+from . import store
 from .context import Context
-from .errors import LifecycleError, UsageError
+from .errors import LifecycleError, MemexError, UsageError
 from .gitinfo import config_value
 from .ids import new_ulid, now_rfc3339
+from .index import Folder
 from .lookup import locate
 from .model import Memory
 
@@ -58,6 +59,13 @@ def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: boo
         raise UsageError("--reject and --resubmit cannot be combined")
     if reject and not (note and note.strip()):
         raise UsageError("a rejection needs a reason: add --note \"why\"")
+    _, first = locate(ctx, memory_id)
+    with ctx.lock(first.scope_key or ""):
+        return _promote_locked(ctx, memory_id, reject=reject, resubmit=resubmit, note=note, by=by)
+
+
+def _promote_locked(ctx: Context, memory_id: str, *, reject: bool, resubmit: bool, note: str | None,
+                    by: str | None) -> Transition:  # fmt: skip
     memory, folder = locate(ctx, memory_id)
     if memory.scope == "personal":
         raise LifecycleError(
@@ -87,7 +95,7 @@ def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: boo
         note = clean(ctx, note).text  # review notes travel with the file: same redaction (D14)
     apply_transition(memory, new, who, note)
     store.save(memory, folder.path)
-    index.upsert(ctx.conn, memory, folder)
+    ctx.record([(memory, folder)])
     return Transition(memory, old, new, folder.location == "repo")
 
 
@@ -132,6 +140,7 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
     who = by or default_reviewer(ctx)
     folder = ctx.write_folder("project")
     out: list[Proposal] = []
+    written: list[tuple[Memory, Folder]] = []
     for source in sources:
         stamp = now_rfc3339()
         copy = Memory(
@@ -144,7 +153,14 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
         copy.review_history = [history_entry(None, "draft", who, "proposed from a personal memory", stamp)]
         if local_approve:
             apply_transition(copy, "approved", who, "approved locally (--local-approve)")
-        store.save(copy, folder.path)
-        index.upsert(ctx.conn, copy, folder)
+        try:
+            store.save(copy, folder.path)
+        except MemexError:
+            for done, _ in written:  # all-or-nothing: take back the copies already written
+                if done.path is not None:
+                    done.path.unlink(missing_ok=True)
+            raise
+        written.append((copy, folder))
         out.append(Proposal(source.id, copy))
+    ctx.record(written)
     return out

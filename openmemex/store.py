@@ -6,19 +6,29 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
-from .errors import MemexError
-from .memfile import serialize
+from .errors import MemexError, UsageError
+from .memfile import MAX_FILE_BYTES, serialize
 from .model import Memory
+
+TMP_SUFFIX = ".tmp"
+STALE_TMP_S = 600.0  # a temp file this old is garbage even if its pid was reused
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """tmp + fsync + rename in the same folder: a reader never sees a torn file (D57, D64)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    """tmp + fsync + rename in the same folder: a reader never sees a torn file (D57, D64).
+    A folder or file we may not write is one clear error, and no temp file is left."""
     data = text.encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             os.write(fd, data)
@@ -26,16 +36,34 @@ def write_atomic(path: Path, text: str) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise MemexError(
+            f"cannot write {path} ({_reason(exc)}) — nothing was changed; make {path.parent} writable and retry"
+        ) from None
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
 
 
+def render(memory: Memory) -> str:
+    """The file text, refused when a reader would quarantine it as too large (one limit)."""
+    text = serialize(memory)
+    size = len(text.encode("utf-8"))
+    if size > MAX_FILE_BYTES:
+        raise UsageError(
+            f"memory too large ({size / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit) — "
+            "save the key facts, or split it into several memories"
+        )
+    return text
+
+
 def save(memory: Memory, folder: Path) -> Path:
     """Write ``memory`` as ``<folder>/<id>.md`` and remember where it went."""
     path = folder / f"{memory.id}.md"
-    write_atomic(path, serialize(memory))
+    write_atomic(path, render(memory))
     memory.path = path
     return path
 
@@ -56,3 +84,39 @@ def memory_files(folder: Path) -> list[Path]:
         return sorted(p for p in folder.iterdir() if p.suffix == ".md" and not p.name.startswith("."))
     except OSError:
         return []
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(".") and name.endswith(TMP_SUFFIX) and ".md." in name
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True
+    return True
+
+
+def sweep_temp_files(folder: Path, names: Iterable[str]) -> int:
+    """Remove temp files a killed writer left behind (``.<id>.md.<pid>.<hex>.tmp``): its pid
+    is gone, or it is older than any write takes. Returns how many were removed."""
+    removed = 0
+    now = time.time()
+    for name in names:
+        if not is_temp_name(name):
+            continue
+        path = folder / name
+        parts = name.split(".")
+        pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else None
+        try:
+            age = now - path.lstat().st_mtime
+        except OSError:
+            continue
+        if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or age > STALE_TMP_S:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    return removed

@@ -7,11 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from . import index, store
+from . import store
 from .context import Context
-from .errors import LifecycleError, UsageError
+from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
 from .index import Folder
+from .lifecycle import key_folders, successor_missing
 from .lookup import locate
 from .model import (
     IMPORTANCE,
@@ -24,6 +25,7 @@ from .model import (
     normalize_tags,
 )
 from .redact import RedactResult, redact
+from .redact.engine import PRIVATE_REPLACEMENT
 from .text import build_query, content_hash, jaccard, similarity_tokens
 
 NEAR_DUP = 0.8  # design §3.4
@@ -69,6 +71,17 @@ def clean(ctx: Context, text: str) -> RedactResult:
     return redact(text, ctx.config.redact_patterns)
 
 
+def check_text(value: str, what: str) -> None:
+    """Text that cannot be stored as UTF-8 (lone surrogates from undecodable bytes) is a
+    usage error on every surface, never a crash at write time."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"{what} is not valid UTF-8 (character {exc.start + 1}) — pass plain UTF-8 text"
+        ) from None
+
+
 def _check_choice(name: str, value: str, options: tuple[str, ...]) -> str:
     if value not in options:
         raise UsageError(f"unknown {name} {value!r} — use one of: {', '.join(options)}")
@@ -106,10 +119,19 @@ def add_memory(
         raise UsageError("nothing to save: the memory text is empty")
     cleaned, masked, private = _clean_all(ctx, content, tags, aliases)
     body, clean_tags, clean_aliases = cleaned
-    if not body.strip():
-        raise UsageError("nothing left to save after removing <private> text")
     if not ctx.config.values.get("captureAliases", True):
         clean_aliases = []
+    # Dedup, echo check and write are one decision: under the scope's lock, eight
+    # identical adds at once make one file and seven "exists" answers.
+    with ctx.lock(folder.scope_key or ""):
+        return _add_locked(ctx, folder, scope, body, clean_tags, clean_aliases, masked, private,
+                           type=type, source=source, importance=importance, role=role, guard_echo=guard_echo)  # fmt: skip
+
+
+def _add_locked(
+    ctx: Context, folder: Folder, scope: str, body: str, clean_tags: list[str], clean_aliases: list[str],
+    masked: list[str], private: int, *, type: str, source: str, importance: str, role: str, guard_echo: bool,
+) -> WriteResult:  # fmt: skip
     ctx.sync("personal" if folder.location == "personal" else "project")
     dirs = _dirs(ctx, folder)
     key = folder.scope_key or ""
@@ -155,17 +177,22 @@ def add_memory(
         updated_at=stamp,
     )
     path = store.save(memory, folder.path)
-    index.upsert(ctx.conn, memory, folder)
+    ctx.record([(memory, folder)])
     return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
 
 
 def _clean_all(
     ctx: Context, content: str, tags: list[str] | str | None, aliases: list[str] | None
 ) -> tuple[tuple[str, list[str], list[str]], list[str], int]:
+    check_text(content, "the memory text")
+    for value in [*(normalize_tags(tags)), *(aliases or [])]:
+        check_text(value, "a tag or alias")
     masked: list[str] = []
     result = clean(ctx, content.strip())
     masked.extend(result.rules)
     private = result.private_spans
+    if private and not result.text.replace(PRIVATE_REPLACEMENT, "").strip():
+        raise UsageError("nothing left to save: the text is all <private> — put what may be remembered outside the tags")
 
     def scrub(values: list[str]) -> list[str]:
         out = []
@@ -218,9 +245,20 @@ def supersede(
     source: str = "cli",
 ) -> WriteResult:
     """Replace a memory with a new one; the old stays as history (design §3.4). A memory
-    that had entered review re-enters at ``proposed`` (D64) in the same folder."""
+    that had entered review re-enters at ``proposed`` (D64) in the same folder. Decided
+    and written under the scope's lock: of four concurrent supersedes of one id, one wins
+    and three are told who replaced it."""
+    _, first = locate(ctx, memory_id)
+    with ctx.lock(first.scope_key or ""):
+        return _supersede_locked(ctx, memory_id, content, type=type, tags=tags, aliases=aliases, source=source)
+
+
+def _supersede_locked(
+    ctx: Context, memory_id: str, content: str, *, type: str | None, tags: list[str] | str | None,
+    aliases: list[str] | None, source: str,
+) -> WriteResult:  # fmt: skip
     old, folder = locate(ctx, memory_id)
-    if old.status == "superseded":
+    if old.status == "superseded" and not successor_missing(ctx, old, key_folders(ctx, old.scope_key)):
         raise LifecycleError(
             f"{old.id} is already superseded by {old.superseded_by}; supersede the newest version instead"
         )
@@ -255,11 +293,19 @@ def supersede(
         review_state="proposed" if old.review_state != "draft" else "draft",
         proposed_by=old.proposed_by if old.review_state != "draft" else None,
     )
+    # New first (it points back), then the old one: a crash in between leaves a one-sided
+    # chain that the next read heals; a refused second write removes the first (rollback).
     path = store.save(new, folder.path)
-    index.upsert(ctx.conn, new, folder)
     old.status = "superseded"
     old.superseded_by = new.id
     old.updated_at = stamp
-    store.save(old, folder.path)
-    index.upsert(ctx.conn, old, folder)
+    try:
+        store.save(old, folder.path)
+    except MemexError:
+        try:
+            store.delete(path)
+        except MemexError as exc:
+            ctx.warn(f"could not roll back {path.name}: {exc}")
+        raise
+    ctx.record([(new, folder), (old, folder)])
     return WriteResult("saved", new.id, new.scope, new.scope_key, str(path), masked, private, memory=new, replaced=old.id)

@@ -507,7 +507,13 @@ def _outcomes(ctx: Context, folder: Folder, memory_rel: str, files: list[tuple[s
 def _apply(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -> None:
     """Write each planned transition: re-read every file first (all-or-nothing check),
     then step through the ladder, save atomically, index. Working-tree edits only."""
-    from .. import index, store
+
+    with ctx.lock(ctx.project.key):
+        _apply_locked(ctx, folder, outcomes)
+
+
+def _apply_locked(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -> None:
+    from .. import store
     from ..memfile import MemoryFileError, read_memory
     from ..review import apply_transition
 
@@ -529,4 +535,4 @@ def _apply(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -> None:
         for step in outcome.steps:
             apply_transition(memory, step.to, step.by, step.note)
         store.save(memory, folder.path)
-        index.upsert(ctx.conn, memory, folder)
+        ctx.record([(memory, folder)])

@@ -1,0 +1,152 @@
+"""Cross-process write locks, one per scope key (issue 6: check-then-write races).
+
+Every read-decide-write sequence — dedup then write, supersede, status, forget, chain
+repair — runs while holding the lock of the scope it writes, so two processes (or two
+MCP threads) never both decide from the same stale picture. The lock is an ``flock`` on
+``<data root>/locks/<key>.lock`` (``msvcrt.locking`` on Windows): the kernel drops it
+when the holder dies, so ``kill -9`` never leaves a stale lock behind.
+
+Within one process the lock is re-entrant per thread (a supersede that reconciles and
+heals under its own lock must not deadlock on itself); several keys are always taken in
+sorted order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .errors import MemexError, StoreBusyError
+
+WAIT_S = 30.0  # a writer holds a lock for milliseconds; this long means something is stuck
+
+_registry_guard = threading.Lock()
+_registry: dict[str, _KeyLock] = {}
+
+
+class _KeyLock:
+    """A thread-re-entrant holder of one lock file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rlock = threading.RLock()
+        self.depth = 0
+        self.fd: int | None = None
+
+    def acquire(self, wait_s: float) -> None:
+        if not self.rlock.acquire(timeout=wait_s):
+            raise _busy(self.path)
+        if self.depth == 0:
+            try:
+                self.fd = _lock_file(self.path, wait_s)
+            except BaseException:
+                self.rlock.release()
+                raise
+        self.depth += 1
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.fd is not None:
+            _unlock_file(self.fd)
+            self.fd = None
+        self.rlock.release()
+
+
+def _busy(path: Path) -> StoreBusyError:
+    return StoreBusyError(
+        f"another open-memex has held the write lock {path.name} for {WAIT_S:.0f} s — nothing was changed; "
+        "retry, and check for a hung open-memex process"
+    )
+
+
+def _open(path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise MemexError(
+            f"cannot create the lock file {path} ({exc.strerror}) — check that the data root is writable "
+            "(`open-memex where`)"
+        ) from None
+
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _lock_file(path: Path, wait_s: float) -> int:
+        fd = _open(path)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return fd
+            except OSError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise _busy(path) from None
+                time.sleep(0.01)
+
+    def _unlock_file(fd: int) -> None:
+        with contextlib.suppress(OSError):
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        os.close(fd)
+
+else:
+    import fcntl
+
+    def _lock_file(path: Path, wait_s: float) -> int:
+        # flock locks belong to the open file description, so two threads of one process
+        # (each with its own open()) exclude each other too — unlike fcntl/POSIX locks.
+        fd = _open(path)
+        deadline = time.monotonic() + wait_s
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise _busy(path) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            except OSError as exc:  # e.g. a filesystem without flock: proceed unlocked, loudly
+                os.close(fd)
+                raise MemexError(f"cannot lock {path} ({exc.strerror}) — put the data root on a local filesystem") from None
+
+    def _unlock_file(fd: int) -> None:
+        os.close(fd)  # closing the last descriptor releases the flock
+
+
+def lock_path(root: Path, key: str) -> Path:
+    return root / "locks" / f"{key}.lock"
+
+
+def _holder(path: Path) -> _KeyLock:
+    name = str(path)
+    with _registry_guard:
+        holder = _registry.get(name)
+        if holder is None:
+            holder = _registry[name] = _KeyLock(path)
+        return holder
+
+
+@contextlib.contextmanager
+def scope_lock(root: Path, keys: Iterable[str], wait_s: float = WAIT_S) -> Iterator[None]:
+    """Hold the write locks of ``keys`` (sorted, de-duplicated) for the block."""
+    held: list[_KeyLock] = []
+    try:
+        for key in sorted(set(keys)):
+            holder = _holder(lock_path(root, key))
+            holder.acquire(wait_s)
+            held.append(holder)
+        yield
+    finally:
+        for holder in reversed(held):
+            holder.release()
