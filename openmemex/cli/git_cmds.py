@@ -235,10 +235,12 @@ def resolve(target: str | None = None, /) -> int:
     raise ConflictError("\n".join(lines))
 
 
-def merge_driver(base: str, ours: str, theirs: str, path: str = "", /) -> int:
+def merge_driver(base: str, ours: str, theirs: str, path: str = "", /, *, ours_label: str | None = None,
+                 theirs_label: str | None = None) -> int:  # fmt: skip
     """Git merge driver for memory files (run by git).
 
     Configured as `merge.openmemex.driver` by `open-memex setup`.
+    A side that is not a memory file is merged as plain text, markers included.
 
     Parameters
     ----------
@@ -250,10 +252,14 @@ def merge_driver(base: str, ours: str, theirs: str, path: str = "", /) -> int:
         %B — their version.
     path
         %P — the path in the repository.
+    ours_label
+        %X — our side's name in conflict markers (git 2.44+).
+    theirs_label
+        %Y — their side's name in conflict markers (git 2.44+).
     """
     from ..git.resolve import merge_driver as run_driver
 
-    return run_driver(base, ours, theirs, path or ours)
+    return run_driver(base, ours, theirs, path or ours, ours_label, theirs_label)
 
 
 def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", negative="")] = True) -> int:

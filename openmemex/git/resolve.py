@@ -5,12 +5,21 @@ or ``git rebase``, writes the merged file and stages it with ``index.add`` (whic
 stages, so ``git commit`` concludes the merge; never ``del conflicts[path]``, never
 ``state_cleanup()`` — notes/git-and-pygit2.md §2.5). A semantic conflict leaves the file
 untouched and exits 3.
+
+The merge driver never leaves a file with only our side: a side it cannot parse (a plain
+Markdown note in the memory folder, invalid YAML) falls back to git's usual line-level
+3-way merge, conflict markers included, and only then reports (issue 6, item 13). Markers
+carry the real side names: ``%X``/``%Y`` when git passes them (git ≥ 2.44), else HEAD's
+branch and the merged branch from ``GITHEAD_<sha>`` (set by ``git merge``) or MERGE_MSG.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +29,7 @@ from ..context import Context
 from ..errors import ConflictError, MemexError, UsageError
 from ..memfile import MemoryFileError, parse_memory, serialize
 from ..merge3 import MergeOutcome, TextMerge, merge_memories
+from ..model import Memory
 from .repo import GitRepo, open_repo
 
 if TYPE_CHECKING:
@@ -119,11 +129,11 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
     if ours_b is None or theirs_b is None:
         side = labels[0] if ours_b is None else labels[1]
         raise ConflictError(f"{rel}: deleted on {side} and changed on the other side — decide with git (git rm or git add)")
-    try:
-        base = parse_memory(base_b) if base_b is not None else None
-        ours, theirs = parse_memory(ours_b), parse_memory(theirs_b)
-    except MemoryFileError as exc:
-        raise ConflictError(f"{rel}: a side is not a valid memory file ({exc}); resolve it by hand") from None
+    parsed, invalid = _parse_sides((("the common ancestor", base_b), (labels[0], ours_b), (labels[1], theirs_b)))
+    if invalid:
+        raise ConflictError(f"{rel}: {'; '.join(invalid)} — resolve it by hand (edit the file, then `git add {rel}`)")
+    base, ours, theirs = parsed
+    assert ours is not None and theirs is not None
     outcome = merge_memories(base, ours, theirs, text_merger(gitrepo.repo), labels)
     report = ResolveReport(rel, outcome, labels, outcome.auto)
     if not outcome.clean:
@@ -144,7 +154,110 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
     return report
 
 
-def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str) -> int:
+def _parse_sides(sides: tuple[tuple[str, bytes | None], ...]) -> tuple[list[Memory | None], list[str]]:
+    """Parse each side; for each one that fails: "<side> is not a valid memory file: <why>"."""
+    parsed: list[Memory | None] = []
+    invalid: list[str] = []
+    for name, data in sides:
+        try:
+            parsed.append(parse_memory(data) if data is not None and data.strip() else None)
+        except MemoryFileError as exc:
+            parsed.append(None)
+            invalid.append(f"{name} is not a valid memory file: {exc}")
+    return parsed, invalid
+
+
+def _given(label: str | None) -> str | None:
+    """A label git substituted (git ≥ 2.44); older git passes ``%X`` literally."""
+    if label is None or not label.strip() or re.fullmatch(r"%[A-Za-z]", label.strip()):
+        return None
+    return label.strip()
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def driver_labels(repo: pygit2.Repository | None, ours: str | None = None, theirs: str | None = None) -> tuple[str, str]:
+    """The names for the two sides of a merge-driver run, best first: what git passed
+    (``%X``/``%Y``), what the repository says (HEAD's branch; in a rebase the branch being
+    replayed; the branch ``git merge`` names in ``GITHEAD_<sha>`` or MERGE_MSG), else
+    "ours"/"theirs"."""
+    ours_label, theirs_label = _given(ours), _given(theirs)
+    if ours_label and theirs_label:
+        return ours_label, theirs_label
+    derived_ours: str | None = None
+    derived_theirs: str | None = None
+    if repo is not None:
+        git_dir = Path(repo.path)
+        rebase_dir = next((git_dir / d for d in ("rebase-merge", "rebase-apply") if (git_dir / d).is_dir()), None)
+        if rebase_dir is not None:  # stage 2 is the upstream, stage 3 the commit being replayed
+            derived_ours = "upstream"
+            head_name = _read(rebase_dir / "head-name")
+            if head_name and head_name != "detached HEAD":
+                derived_theirs = head_name.removeprefix("refs/heads/")
+        else:
+            try:
+                if not repo.head_is_detached:
+                    derived_ours = str(repo.head.shorthand)
+            except Exception:  # unborn or unreadable HEAD: fall back below
+                derived_ours = None
+            heads = [value for key, value in os.environ.items() if key.startswith("GITHEAD_") and value.strip()]
+            if len(heads) == 1 and "\n" not in heads[0]:
+                derived_theirs = heads[0].strip()
+            else:
+                message = _read(git_dir / "MERGE_MSG") or ""
+                found = re.match(r"Merge (?:remote-tracking )?branch '([^']+)'", message)
+                derived_theirs = found.group(1) if found else None
+    return ours_label or derived_ours or "ours", theirs_label or derived_theirs or "theirs"
+
+
+def _role(role: str, label: str) -> str:
+    return role if label == role else f"{role} ({label})"
+
+
+def _driver_repo() -> pygit2.Repository | None:
+    try:
+        import pygit2
+
+        return pygit2.Repository(str(Path.cwd()))
+    except Exception:  # run outside a repository (by hand): merge in a scratch object store
+        return None
+
+
+def merge_text(repo: pygit2.Repository | None, base: bytes, ours: bytes, theirs: bytes,
+               labels: tuple[str, str]) -> tuple[bool, str | None]:  # fmt: skip
+    """git's line-level 3-way merge (libgit2): (clean, merged text with conflict markers
+    labelled ``labels``); (False, None) when there is no text to write (e.g. binary sides)."""
+    import pygit2
+
+    def run(target: pygit2.Repository) -> tuple[bool, str | None]:
+        # libgit2 labels the markers with the entries' paths, so the paths carry the side names
+        names = ("base", *labels)
+        entries = [
+            pygit2.IndexEntry(name, target.create_blob(data), pygit2.enums.FileMode.BLOB)
+            for name, data in zip(names, (base, ours, theirs), strict=True)
+        ]
+        result = target.merge_file_from_index(entries[0], entries[1], entries[2])
+        if isinstance(result, str):
+            return False, result
+        contents = result.contents
+        return bool(result.automergeable), None if contents is None else str(contents)
+
+    try:
+        if repo is not None:
+            return run(repo)
+        with tempfile.TemporaryDirectory(prefix="open-memex-merge-") as scratch:
+            return run(pygit2.init_repository(scratch, bare=True))
+    except (pygit2.GitError, OSError, UnicodeDecodeError, ValueError):
+        return False, None
+
+
+def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str,
+                 ours_label: str | None = None, theirs_label: str | None = None) -> int:  # fmt: skip
     """``git merge-file``-style driver: writes the result to OURS; 0 clean, 1 conflict."""
     try:
         base_b = Path(base_path).read_bytes()
@@ -153,44 +266,51 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str) ->
     except OSError as exc:
         sys.stderr.write(f"open-memex merge-driver: cannot read a side of {path}: {exc}\n")
         return 1
-    try:
-        base = parse_memory(base_b) if base_b.strip() else None
-        ours, theirs = parse_memory(ours_b), parse_memory(theirs_b)
-    except MemoryFileError as exc:
-        sys.stderr.write(f"open-memex merge-driver: {path}: {exc}; leaving it to git\n")
-        return 1
-    merger: TextMerge | None = None
-    repo = None
-    try:
-        import pygit2
-
-        repo = pygit2.Repository(str(Path.cwd()))
-        merger = text_merger(repo)
-    except Exception:  # no repository here: body merges need one side unchanged
-        merger = None
-    outcome = merge_memories(base, ours, theirs, merger)
+    repo = _driver_repo()
+    labels = driver_labels(repo, ours_label, theirs_label)
+    sides = (("the common ancestor", base_b), (_role("ours", labels[0]), ours_b), (_role("theirs", labels[1]), theirs_b))
+    parsed, invalid = _parse_sides(sides)
+    if invalid:
+        return _text_fallback(repo, path, ours_path, (base_b, ours_b, theirs_b), labels, invalid)
+    base, ours, theirs = parsed
+    assert ours is not None and theirs is not None
+    merger = text_merger(repo) if repo is not None else None  # without one, bodies need one side unchanged
+    outcome = merge_memories(base, ours, theirs, merger, labels)
     if not outcome.clean:
-        sys.stderr.write(f"open-memex: {path}: semantic conflict — " + "; ".join(outcome.conflicts) + "\n")
+        sys.stderr.write(f"open-memex: {path}: semantic conflict ({labels[0]} vs {labels[1]}) — "
+                         + "; ".join(outcome.conflicts) + "\n")  # fmt: skip
         sys.stderr.write("  run `open-memex resolve` to see it again, then edit the file and `git add` it\n")
-        if repo is not None:  # leave git's usual conflict markers, so neither side is lost from view
-            marked = _with_markers(repo, base_b, ours_b, theirs_b)
-            if marked is not None:
-                store.write_atomic(Path(ours_path), marked)
+        # leave git's usual conflict markers, so neither side is lost from view
+        _, marked = merge_text(repo, base_b, ours_b, theirs_b, labels)
+        if marked is not None:
+            store.write_atomic(Path(ours_path), marked)
         return 1
     assert outcome.merged is not None
     store.write_atomic(Path(ours_path), serialize(outcome.merged))
     return 0
 
 
-def _with_markers(repo: pygit2.Repository, base: bytes, ours: bytes, theirs: bytes) -> str | None:
-    import pygit2
-
-    entries = [
-        pygit2.IndexEntry("memory.md", repo.create_blob(data), pygit2.enums.FileMode.BLOB)
-        for data in (base, ours, theirs)
-    ]
-    result = repo.merge_file_from_index(entries[0], entries[1], entries[2])
-    return None if isinstance(result, str) else str(result.contents)
+def _text_fallback(repo: pygit2.Repository | None, path: str, ours_path: str, data: tuple[bytes, bytes, bytes],
+                   labels: tuple[str, str], invalid: list[str]) -> int:  # fmt: skip
+    """A side is not a memory file: merge the text as git would, write it, then say so."""
+    base_b, ours_b, theirs_b = data
+    present = sum(1 for side in data if side.strip())
+    if len(invalid) == present and all("no YAML frontmatter" in reason for reason in invalid):
+        why = f"{path} is not a memory file (no YAML frontmatter)"
+    else:
+        why = f"{path}: " + "; ".join(invalid)
+    clean, merged = merge_text(repo, base_b, ours_b, theirs_b, labels)
+    if merged is None:
+        sys.stderr.write(f"open-memex merge-driver: {why}; it cannot be merged as text either — "
+                         "decide with git (git checkout --ours/--theirs, then git add)\n")  # fmt: skip
+        return 1
+    store.write_atomic(Path(ours_path), merged)
+    if clean:
+        sys.stderr.write(f"open-memex merge-driver: {why}; merged as plain text\n")
+        return 0
+    sys.stderr.write(f"open-memex merge-driver: {why}; merged as plain text with conflict markers "
+                     f"({labels[0]} vs {labels[1]}) — edit the file, then `git add` it\n")  # fmt: skip
+    return 1
 
 
 @dataclass
@@ -202,7 +322,10 @@ class SetupReport:
 
 
 def driver_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m openmemex merge-driver %O %A %B %P"
+    """What ``setup`` configures. ``%X``/``%Y`` (the side names) are substituted by git ≥ 2.44
+    and passed literally by older git, which the driver then ignores; the older form without
+    them (``merge-driver %O %A %B %P``) keeps working."""
+    return f"{shlex.quote(sys.executable)} -m openmemex merge-driver %O %A %B %P --ours-label %X --theirs-label %Y"
 
 
 def setup_merge_driver(ctx: Context) -> SetupReport:
