@@ -110,8 +110,9 @@ def run(tokens: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    """The one line every failure prints; stored text in it is shown terminal-safe."""
-    sys.stderr.write(f"{PROG}: error: {safe(' '.join(message.splitlines()))}\n")
+    """The line every failure prints (resolve's conflict report adds its field lines);
+    stored text in it is shown terminal-safe."""
+    sys.stderr.write(f"{PROG}: error: {safe(message)}\n")
 
 
 def _undecodable(argv: Sequence[str]) -> str | None:
@@ -214,7 +215,8 @@ def _crash(exc: BaseException) -> int:
 def _exit(code: int) -> None:
     """Flush stdout while a closed pipe can still be told apart from a bug, then exit."""
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         code = _output_closed()
     sys.exit(code)
