@@ -222,6 +222,20 @@ def test_setup_command_passes_labels_and_old_form_still_works(cli: Any, git_repo
     assert git("config", "merge.openmemex.driver", cwd=git_repo).strip() == command
 
 
+def test_driver_labels_in_a_rebase(cli: Any, git_repo: Path) -> None:
+    """In a rebase, stage 2 (ours) is the upstream and stage 3 the branch being replayed."""
+    _setup_driver(cli, git_repo)
+    rel = f"{MEMDIR}/README.md"
+    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line two", "upstream said"), NOTE.replace("line two", "mine"))
+    assert rc_of("merge", "--abort", cwd=git_repo).returncode == 0 and proc.returncode != 0
+    git("switch", "-q", "feature", cwd=git_repo)
+    rebase = rc_of("rebase", "main", cwd=git_repo)
+    assert rebase.returncode != 0
+    text = (git_repo / rel).read_text()
+    assert "<<<<<<< upstream\n" in text and ">>>>>>> feature\n" in text
+    assert "upstream said" in text and "mine" in text
+
+
 @pytest.mark.parametrize(
     ("labels", "expected"),
     [(("HEAD", "topic"), ("HEAD", "topic")), (("%X", "%Y"), ("ours", "theirs")), (("", ""), ("ours", "theirs"))],
