@@ -1,0 +1,317 @@
+"""Regression tests for the core items of issue 6: stale reads after hand edits that keep
+size and mtime, a damaged index, unwritable files, forgetting chain members, duplicate
+ids, one size limit, temp files left by a killed writer, and why a file can't be shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from openmemex import paths
+from openmemex.memfile import MAX_FILE_BYTES, read_memory
+from tests.conftest import Result, git, run_process
+from tests.helpers import personal_text
+
+PERSONAL = "memories/personal"
+
+
+def _add(cli: object, text: str, *extra: str) -> str:
+    result: Result = cli("add", text, "--scope", "personal", "--json", *extra)  # type: ignore[operator]
+    assert result.rc == 0, result.err
+    return str(json.loads(result.out)["id"])
+
+
+# -- item 2: stale reads ----------------------------------------------------------------
+
+
+def test_rewrite_keeping_size_and_mtime_is_seen(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    memory_id = _add(cli, "the staging database lives on port 5432")
+    assert memory_id in cli("search", "staging", "--json").out
+    path = data_root / PERSONAL / f"{memory_id}.md"
+    before = path.stat()
+    text = path.read_text()
+    path.write_text(text.replace("staging database", "billing database"))  # same length
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # `touch -r`: mtime restored
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    hits = json.loads(cli("search", "billing", "--json").out)["hits"]
+    assert [h["id"] for h in hits] == [memory_id]
+    assert json.loads(cli("search", "staging", "--json").out)["hits"] == []
+    listed = json.loads(cli("list", "--scope", "personal", "--json").out)
+    assert "billing database" in listed["sections"][0]["memories"][0]["content"]
+
+
+def test_file_swapped_by_rename_keeping_stat_is_seen(cli, data_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    memory_id = _add(cli, "alpha team owns the billing service")
+    path = data_root / PERSONAL / f"{memory_id}.md"
+    cli("list", "--scope", "personal")
+    before = path.stat()
+    other = tmp_path / "swap.md"
+    other.write_text(path.read_text().replace("alpha", "gamma"))
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(other, path)  # new inode, same name, size and mtime
+    assert json.loads(cli("search", "gamma", "--json").out)["hits"][0]["id"] == memory_id
+
+
+# -- item 3: damaged index ----------------------------------------------------------------
+
+
+def _damage(db: Path, seed: int, pages: int = 6) -> None:
+    """Overwrite a few random pages (never page 1, so the file still looks like SQLite)."""
+    size = db.stat().st_size
+    page = 4096
+    rng = random.Random(seed)
+    with db.open("r+b") as fh:
+        for _ in range(pages):
+            fh.seek(rng.randrange(1, size // page) * page)
+            fh.write(rng.randbytes(page))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_damaged_index_pages_are_rebuilt_by_every_command(cli, data_root: Path, seed: int) -> None:  # type: ignore[no-untyped-def]
+    folder = data_root / PERSONAL
+    folder.mkdir(parents=True)
+    for i in range(400):
+        memory_id = f"01K6AB3XZQ7WVD9J1M2N{i:06d}"
+        (folder / f"{memory_id}.md").write_text(personal_text(memory_id, f"note {i} about kettle{i} and the harbor crane"))
+    assert cli("list", "--scope", "personal").rc == 0
+    db = paths.index_path(data_root)
+    for command in (["search", "harbor crane"], ["list", "--scope", "personal"], ["reindex"], ["doctor"],
+                    ["add", "a new note after the damage", "--scope", "personal"], ["search", "kettle17"]):  # fmt: skip
+        _damage(db, seed)
+        result = run_process(*command)
+        assert result.rc in (0, 1), (command, result.err)  # doctor may report other findings
+        assert "Traceback" not in result.err and "internal error" not in result.err, (command, result.err)
+        assert result.err.count("was damaged") <= 1, result.err
+    result = run_process("search", "kettle17", "--json")
+    assert [h["id"] for h in json.loads(result.out)["hits"]] == ["01K6AB3XZQ7WVD9J1M2N000017"]
+    assert not (data_root / "logs" / "crash.log").exists()
+    assert len(list(data_root.glob("index.db.corrupt-*"))) <= 2  # a few kept for a bug report, not all
+
+
+def test_damage_found_after_the_read_started_still_answers(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    for i in range(300):
+        _add(cli, f"fact {i} about the turbine{i} maintenance window")
+    db = paths.index_path(data_root)
+    # Damage only FTS/data pages far from the start: connect and the warm check succeed,
+    # the failure comes from the search query itself.
+    with db.open("r+b") as fh:
+        size = db.stat().st_size
+        for offset in range(size // 2, size - 4096, 4096 * 3):
+            fh.seek(offset)
+            fh.write(b"\xff" * 4096)
+    result = run_process("search", "turbine42", "--json")
+    assert result.rc == 0, result.err
+    assert "Traceback" not in result.err
+
+
+# -- item 4 (core): text that is not UTF-8 ---------------------------------------------
+
+
+def test_core_write_path_refuses_undecodable_text(data_root: Path) -> None:
+    from openmemex.context import Context
+    from openmemex.errors import UsageError
+    from openmemex.write import add_memory
+
+    with Context.load() as ctx, pytest.raises(UsageError, match="not valid UTF-8"):
+        add_memory(ctx, "x \udcff", scope="personal")
+    assert not (data_root / PERSONAL).exists() or os.listdir(data_root / PERSONAL) == []
+
+
+# -- item 5: unwritable files --------------------------------------------------------
+
+
+def _refuse_replace(monkeypatch: pytest.MonkeyPatch, after: int = 0) -> None:
+    """Make the (after+1)-th atomic rename fail as a read-only file system would."""
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src: object, dst: object) -> None:
+        calls["n"] += 1
+        if calls["n"] > after:
+            raise PermissionError(13, "Permission denied")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def test_add_to_unwritable_folder_is_one_line(cli, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    _refuse_replace(monkeypatch)
+    result = cli("add", "a note that cannot land", "--scope", "personal")
+    assert result.rc == 1
+    assert result.err.startswith("open-memex: error: cannot write ") and "Permission denied" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    leftovers = [p for p in (data_root / PERSONAL).iterdir()] if (data_root / PERSONAL).exists() else []
+    assert leftovers == []  # no temp file left behind
+
+
+def test_supersede_rolls_back_when_the_old_file_cannot_be_written(cli, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    old_id = _add(cli, "deploys happen on tuesdays")
+    with monkeypatch.context() as patch:
+        _refuse_replace(patch, after=1)  # the new file lands, rewriting the old one fails
+        result = cli("supersede", old_id, "deploys happen on thursdays")
+    assert result.rc == 1 and "cannot write" in result.err and "Traceback" not in result.err
+    files = sorted(p.name for p in (data_root / PERSONAL).iterdir())
+    assert files == [f"{old_id}.md"]  # rolled back: no second active memory
+    assert read_memory(data_root / PERSONAL / f"{old_id}.md").status == "active"
+    listed = json.loads(cli("list", "--scope", "personal", "--json").out)["sections"][0]
+    assert [m["id"] for m in listed["memories"]] == [old_id]
+
+
+def test_status_on_unwritable_file_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    memory_id = _add(cli, "the cache TTL is five minutes")
+    _refuse_replace(monkeypatch)
+    result = cli("status", memory_id, "deprecated")
+    assert result.rc == 1 and result.err.startswith("open-memex: error: cannot write ")
+
+
+def test_failed_chain_repair_is_retried_on_the_next_read(cli, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    folder = data_root / PERSONAL
+    folder.mkdir(parents=True)
+    old_id, new_id = "01K6AB3XZQ7WVD9J1M2N4P5Q6R", "01K6AB3XZQ7WVD9J1M2N4P5Q7S"
+    (folder / f"{old_id}.md").write_text(personal_text(old_id, "old"))
+    (folder / f"{new_id}.md").write_text(personal_text(new_id, "new", supersedes=old_id))
+    with monkeypatch.context() as patch:
+        _refuse_replace(patch)
+        first = cli("list", "--scope", "personal")
+    assert first.rc == 0 and "could not be repaired" in first.err and "Traceback" not in first.err
+    second = cli("list", "--scope", "personal")  # nothing changed on disk since: repair runs anyway
+    assert "repaired one-sided supersede chain" in second.err
+    assert read_memory(folder / f"{old_id}.md").superseded_by == new_id
+
+
+# -- item 7: forgetting a chain member ---------------------------------------------------
+
+
+def _chain(cli: object) -> list[str]:
+    first = _add(cli, "the api rate limit is 100 requests per minute")
+    second = json.loads(cli("supersede", first, "the api rate limit is 200 requests per minute", "--json").out)["id"]  # type: ignore[operator]
+    third = json.loads(cli("supersede", second, "the api rate limit is 300 requests per minute", "--json").out)["id"]  # type: ignore[operator]
+    return [first, second, third]
+
+
+def _visible(cli: object) -> tuple[list[str], list[str]]:
+    listed = json.loads(cli("list", "--scope", "personal", "--json").out)["sections"][0]["memories"]  # type: ignore[operator]
+    hits = json.loads(cli("search", "rate limit", "--json").out)["hits"]  # type: ignore[operator]
+    return [m["id"] for m in listed], [h["id"] for h in hits]
+
+
+@pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
+@pytest.mark.parametrize("position", ["head", "middle", "tail"])
+def test_forgetting_a_chain_member_keeps_one_head(cli, data_root: Path, position: str, soft: bool) -> None:  # type: ignore[no-untyped-def]
+    first, second, third = _chain(cli)
+    target = {"head": third, "middle": second, "tail": first}[position]
+    result = cli("forget", target, *(["--soft"] if soft else []))
+    assert result.rc == 0, result.err
+    expected_head = second if position == "head" else third
+    remaining = [m for m in (first, second, third) if m != target]
+    # list, search, supersede, status and doctor agree on one head
+    assert _visible(cli) == ([expected_head], [expected_head])
+    for memory_id in remaining:
+        memory = read_memory(data_root / PERSONAL / f"{memory_id}.md")
+        assert (memory.status == "active") == (memory_id == expected_head)
+        assert target not in (memory.supersedes, memory.superseded_by)
+    older, newer = remaining
+    assert read_memory(data_root / PERSONAL / f"{older}.md").superseded_by == newer
+    assert read_memory(data_root / PERSONAL / f"{newer}.md").supersedes == older
+    if soft:
+        gone = read_memory(data_root / PERSONAL / f"{target}.md")
+        assert (gone.status, gone.supersedes, gone.superseded_by) == ("retracted", None, None)
+    else:
+        assert not (data_root / PERSONAL / f"{target}.md").exists()
+    doctor = json.loads(cli("doctor", "--json").out)
+    chains = next(c for c in doctor["checks"] if c["name"] == "supersede chains")
+    assert chains["ok"], chains
+    stale = next(m for m in remaining if m != expected_head)
+    assert "already superseded by" in cli("supersede", stale, "x").err
+    assert "chain-managed" in cli("status", stale, "archived").err
+    new = cli("supersede", expected_head, "the api rate limit is 400 requests per minute", "--json")
+    assert new.rc == 0, new.err
+    assert _visible(cli)[0] == [json.loads(new.out)["id"]]
+
+
+def test_head_deleted_by_hand_leaves_a_head_every_command_agrees_on(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    first, second, third = _chain(cli)
+    (data_root / PERSONAL / f"{third}.md").unlink()  # rm, not forget
+    assert _visible(cli) == ([second], [second])
+    doctor = json.loads(cli("doctor", "--json").out)
+    chains = next(c for c in doctor["checks"] if c["name"] == "supersede chains")
+    assert not chains["ok"] and f"open-memex status {second} active" in chains["detail"]
+    assert cli("status", second, "active").rc == 0
+    memory = read_memory(data_root / PERSONAL / f"{second}.md")
+    assert (memory.status, memory.superseded_by) == ("active", None)
+    assert next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")["ok"]
+
+
+# -- item 8: duplicate ids --------------------------------------------------------------
+
+
+def test_duplicate_id_is_reported_and_every_command_names_its_copy(cli, data_root: Path, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    memory_id = _add(cli, "the nightly job runs at 02:00 UTC")
+    personal = data_root / PERSONAL / f"{memory_id}.md"
+    outboxes = [p for p in (data_root / "memories").iterdir() if p.name != "personal"]
+    outbox = outboxes[0] if outboxes else None
+    if outbox is None:
+        cli("add", "make the outbox exist")
+        outbox = next(p for p in (data_root / "memories").iterdir() if p.name != "personal")
+    shutil.copy(personal, outbox / personal.name)  # the same file in two scope folders
+    doctor = json.loads(cli("doctor", "--json").out)
+    check = next(c for c in doctor["checks"] if c["name"] == "duplicate ids")
+    assert not check["ok"] and memory_id in check["detail"]
+    result = cli("forget", memory_id)
+    assert result.rc == 0
+    assert f"id {memory_id} exists in 2 places; acting on {outbox / personal.name}" in result.err
+    assert personal.exists() and not (outbox / personal.name).exists()
+
+
+# -- item 9: one size limit -------------------------------------------------------------
+
+
+def test_oversized_body_is_refused_on_write(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    huge = "word " * (MAX_FILE_BYTES // 5 + 10)
+    result = cli("add", huge, "--scope", "personal")
+    assert result.rc == 2 and "memory too large" in result.err and "2 MB limit" in result.err
+    assert not (data_root / PERSONAL).exists() or list((data_root / PERSONAL).iterdir()) == []
+    just_fits = "w" * (MAX_FILE_BYTES - 2000)
+    memory_id = _add(cli, just_fits)
+    assert cli("reindex").rc == 0
+    assert memory_id in cli("list", "--scope", "personal", "--json").out  # the reader keeps it
+
+
+@pytest.mark.parametrize("text", ["<private>my salary is 100k</private>", "  <private>a</private> <private>b</private>  ",
+                                  "<private>unclosed secret note"])  # fmt: skip
+def test_all_private_body_is_refused(cli, data_root: Path, text: str) -> None:  # type: ignore[no-untyped-def]
+    result = cli("add", text, "--scope", "personal")
+    assert result.rc == 2 and "nothing left to save" in result.err
+    assert not (data_root / PERSONAL).exists() or list((data_root / PERSONAL).iterdir()) == []
+
+
+# -- item 16 (core parts): temp files and unreadable in-repo files ------------------------
+
+
+def test_temp_file_of_a_killed_writer_is_swept(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    memory_id = _add(cli, "a memory next to a stray temp file")
+    folder = data_root / PERSONAL
+    dead = folder / f".{memory_id}.md.999999.abcd1234.tmp"  # pid 999999 is not running
+    dead.write_text("half a file")
+    alive = folder / f".{memory_id}.md.{os.getpid()}.abcd1234.tmp"  # a writer still at work
+    alive.write_text("being written")
+    cli("list", "--scope", "personal")
+    assert not dead.exists() and alive.exists()
+
+
+def test_show_names_why_an_in_repo_file_cannot_be_read(cli, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = git_repo / ".ai" / "open-memex"
+    folder.mkdir(parents=True)
+    memory_id = "01K6AB3XZQ7WVD9J1M2N4P5Q6R"
+    (folder / f"{memory_id}.md").write_text(f"---\nid: {memory_id}\nscope: [unclosed\n---\n\nbody\n")
+    git("add", ".", cwd=git_repo)
+    result = cli("show", memory_id)
+    assert result.rc == 1
+    assert f"memory {memory_id} cannot be read: invalid YAML" in result.err
+    assert "no memory with id" not in result.err
