@@ -95,6 +95,16 @@ def test_locked_index_json_reports_it(cli: Any, git_repo: Path) -> None:
     assert doc["index_refreshed"] is False and doc["repair"].startswith("git reset -q -- ")
 
 
+def test_a_failed_commit_still_removes_what_it_wrote(cli: Any, git_repo: Path, data_root: Path) -> None:
+    memory = draft(cli, "a locked branch means nothing was committed")
+    (git_repo / ".git" / "refs" / "heads" / "main.lock").write_text("")
+    result = cli("submit", memory)
+    assert result.rc == 1 and "nothing was committed" in result.err
+    assert not (git_repo / MEMDIR / f"{memory}.md").exists()
+    assert (outbox(cli, data_root) / f"{memory}.md").exists()
+    assert git("rev-list", "--count", "HEAD", cwd=git_repo).strip() == "1"
+
+
 # ---------------------------------------------------------------------------------------------
 # 13. the merge driver on files it cannot parse; labels
 

@@ -15,7 +15,6 @@ which then concludes on top of it (item 14).
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING
 from .. import index, store
 from ..context import Context
 from ..errors import LifecycleError, MemexError, UsageError
+from ..ids import is_ulid
 from ..index import Folder
 from ..lookup import rows_for
 from ..memfile import MemoryFileError, read_memory, serialize
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 SUBMITTABLE = ("draft", "rejected", "approved")
 SUBJECT_LIMIT = 72  # git's customary subject width; longer submits list their ids in the body only
 OWED_REFRESH = "open-memex-index-refresh"  # in the git dir: paths committed but not yet in the index
-_OWN_FILE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}\.md|\.gitattributes")
 
 
 @dataclass
@@ -157,8 +156,8 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
             message = commit_message([p.stem for p in paths if p != attributes])
             result = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity)
         except BaseException:
-            if result is None:  # once the commit exists, its files are never deleted (item 12)
-                for path in created:
+            for path in created:  # once a commit holds a file, it is never deleted (item 12)
+                if result is None and not _committed(gitrepo, path):
                     path.unlink(missing_ok=True)
             raise
         report.commit = result.sha
@@ -237,7 +236,8 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
 
     for rel in rel_paths:
         folder, _, name = rel.rpartition("/")
-        if folder != gitrepo.memory_rel or not _OWN_FILE.fullmatch(name):
+        own = name == ".gitattributes" or (name.endswith(".md") and is_ulid(name[:-3]))
+        if folder != gitrepo.memory_rel or not own:
             raise MemexError(f"submit commits only memory files (<memoryDir>/<id>.md), not {rel!r}; nothing was committed")
     repo = gitrepo.repo
     unborn = repo.head_is_unborn
