@@ -8,7 +8,7 @@ from pathlib import Path
 from .context import Context
 from .errors import NotFoundError, UsageError
 from .index import Folder
-from .memfile import MemoryFileError, read_memory
+from .memfile import MemoryFileError, MemoryFileGone, read_memory
 from .model import Memory
 
 _LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}
@@ -35,7 +35,7 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
     text = memory_id.strip()
     if len(text) < 6:
         raise UsageError(f"id {memory_id!r} is too short — give the full id (see `open-memex list`)")
-    for scope in ("both", "all"):
+    for scope in ("both", "both", "all"):  # "both" again when a file vanished under us
         folders = ctx.folders(scope)
         ctx.sync(scope)
         rows = rows_for(ctx.conn, text, folders)
@@ -44,6 +44,8 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
             folder = next(f for f in folders if str(f.path) == row["dir"])
             try:
                 memory = read_memory(Path(row["file_path"]), folder.scope_key)
+            except MemoryFileGone:
+                continue  # forgotten or submitted by another process since the index saw it
             except (MemoryFileError, OSError) as exc:
                 raise NotFoundError(f"memory {row['id']} is unreadable ({exc}); see `open-memex doctor`") from None
             if len(rows) > 1:

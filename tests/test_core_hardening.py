@@ -236,7 +236,7 @@ def test_forgetting_a_chain_member_keeps_one_head(cli, data_root: Path, position
 
 
 def test_head_deleted_by_hand_leaves_a_head_every_command_agrees_on(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
-    first, second, third = _chain(cli)
+    _first, second, third = _chain(cli)
     (data_root / PERSONAL / f"{third}.md").unlink()  # rm, not forget
     assert _visible(cli) == ([second], [second])
     doctor = json.loads(cli("doctor", "--json").out)

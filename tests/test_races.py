@@ -55,7 +55,7 @@ def _race(tmp_path: Path, op: str, workers: int, targets: list[str]) -> list[lis
     script.write_text(WORKER)
     procs = [
         subprocess.Popen([sys.executable, str(script), str(w), str(workers), op, str(sync)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for w in range(workers)
     ]
     for proc in procs:
