@@ -156,6 +156,16 @@ def test_driver_text_conflict_keeps_both_sides_with_branch_labels(cli: Any, git_
     assert "conflict markers" in proc.stderr
 
 
+def test_resolve_on_a_plain_note_says_it_is_no_memory_file(cli: Any, git_repo: Path) -> None:
+    rel = f"{MEMDIR}/README.md"
+    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line one", "ours"), NOTE.replace("line one", "theirs"))
+    assert proc.returncode != 0
+    result = cli("resolve", rel)
+    assert result.rc == 3
+    assert result.err.strip().endswith(f"{rel} is not a memory file (no YAML frontmatter) — resolve it by hand "
+                                       f"(edit the file, then `git add {rel}`)")  # fmt: skip
+
+
 def _memory_text(repo: Path, memory_id: str, **changes: Any) -> str:
     from openmemex.context import Context
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import pygit2
 
 DRIVER_NAME = "openmemex"
+NO_FRONTMATTER = "no YAML frontmatter"  # memfile's reason for a file that is no memory file at all
 ATTRIBUTE_LINE = f"*.md merge={DRIVER_NAME}"
 
 
@@ -129,9 +130,11 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
     if ours_b is None or theirs_b is None:
         side = labels[0] if ours_b is None else labels[1]
         raise ConflictError(f"{rel}: deleted on {side} and changed on the other side — decide with git (git rm or git add)")
-    parsed, invalid = _parse_sides((("the common ancestor", base_b), (labels[0], ours_b), (labels[1], theirs_b)))
+    sides = (("the common ancestor", base_b), (labels[0], ours_b), (labels[1], theirs_b))
+    parsed, invalid = _parse_sides(sides)
     if invalid:
-        raise ConflictError(f"{rel}: {'; '.join(invalid)} — resolve it by hand (edit the file, then `git add {rel}`)")
+        why = _why_invalid(rel, invalid, sum(1 for _, data in sides if data is not None and data.strip()))
+        raise ConflictError(f"{why} — resolve it by hand (edit the file, then `git add {rel}`)")
     base, ours, theirs = parsed
     assert ours is not None and theirs is not None
     outcome = merge_memories(base, ours, theirs, text_merger(gitrepo.repo), labels)
@@ -165,6 +168,13 @@ def _parse_sides(sides: tuple[tuple[str, bytes | None], ...]) -> tuple[list[Memo
             parsed.append(None)
             invalid.append(f"{name} is not a valid memory file: {exc}")
     return parsed, invalid
+
+
+def _why_invalid(path: str, invalid: list[str], present: int) -> str:
+    """One line: a file that is no memory file at all, or which sides are invalid and why."""
+    if len(invalid) == present and all(NO_FRONTMATTER in reason for reason in invalid):
+        return f"{path} is not a memory file (no YAML frontmatter)"
+    return f"{path}: " + "; ".join(invalid)
 
 
 def _given(label: str | None) -> str | None:
@@ -294,11 +304,7 @@ def _text_fallback(repo: pygit2.Repository | None, path: str, ours_path: str, da
                    labels: tuple[str, str], invalid: list[str]) -> int:  # fmt: skip
     """A side is not a memory file: merge the text as git would, write it, then say so."""
     base_b, ours_b, theirs_b = data
-    present = sum(1 for side in data if side.strip())
-    if len(invalid) == present and all("no YAML frontmatter" in reason for reason in invalid):
-        why = f"{path} is not a memory file (no YAML frontmatter)"
-    else:
-        why = f"{path}: " + "; ".join(invalid)
+    why = _why_invalid(path, invalid, sum(1 for side in data if side.strip()))
     clean, merged = merge_text(repo, base_b, ours_b, theirs_b, labels)
     if merged is None:
         sys.stderr.write(f"open-memex merge-driver: {why}; it cannot be merged as text either — "
