@@ -129,7 +129,9 @@ _SIG_COLUMNS = "mtime_ns, size, ctime_ns, ino"
 
 
 def warn_stderr(message: str) -> None:
-    print(f"open-memex: warning: {message}", file=sys.stderr)
+    from .terminal import safe  # file names and memory text may hold terminal escapes
+
+    print(f"open-memex: warning: {safe(message)}", file=sys.stderr)
 
 
 @dataclass(frozen=True)

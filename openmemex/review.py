@@ -139,6 +139,12 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
         sources.append(memory)
     who = by or default_reviewer(ctx)
     folder = ctx.write_folder("project")
+    with ctx.lock(folder.scope_key or ""):
+        return _write_proposals(ctx, sources, folder, who, local_approve)
+
+
+def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: str,
+                     local_approve: bool) -> list[Proposal]:  # fmt: skip
     out: list[Proposal] = []
     written: list[tuple[Memory, Folder]] = []
     for source in sources:

@@ -19,7 +19,7 @@ from cyclopts import App
 from rich.text import Text
 
 from .. import __version__
-from ..errors import MemexError
+from ..errors import IndexDamaged, MemexError
 from ..terminal import safe
 from . import git_cmds, memories, store_cmds
 
@@ -82,7 +82,12 @@ def run(tokens: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         console = _help_console() if not argv or not _HELP_FLAGS.isdisjoint(argv) else None
-        result = app(argv, console=console, exit_on_error=False, print_error=False, result_action="return_value")
+        try:
+            result = app(argv, console=console, exit_on_error=False, print_error=False, result_action="return_value")
+        except IndexDamaged:
+            # the damaged index was moved aside before anything was written: answer from
+            # a fresh one, once (docs/protocol.md, Consistency)
+            result = app(argv, console=console, exit_on_error=False, print_error=False, result_action="return_value")
     except MemexError as exc:
         _error(str(exc))
         return exc.exit_code
