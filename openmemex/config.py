@@ -202,7 +202,9 @@ def load_config(path: Path) -> Config:
 
 
 def _warn(message: str) -> None:
-    print(f"open-memex: warning: {message}", file=sys.stderr)
+    from .terminal import safe  # values quoted from a hand-edited file
+
+    print(f"open-memex: warning: {safe(message)}", file=sys.stderr)
 
 
 def set_value(path: Path, key: str, raw_value: str) -> Any:

@@ -224,6 +224,20 @@ def test_redact_json(cli: Any, tmp_path: Path) -> None:
                        "private_spans": 1}  # fmt: skip
 
 
+def test_review_and_merge_commands_json(cli: Any, git_repo: Path) -> None:
+    personal = ID.search(cli("add", "epsilon fact", "--scope", "personal").out).group(1)  # type: ignore[union-attr]
+    proposed = one_json(cli("propose", personal, "--to", "project", "--json"))["proposed"]
+    assert [(p["source"], p["review_state"]) for p in proposed] == [(personal, "draft")]
+    copy = proposed[0]["id"]
+    assert one_json(cli("submit", copy, "--json"))["submitted"] == [{"id": copy, "review_state": "proposed"}]
+    promoted = one_json(cli("promote", copy, "--json"))
+    assert (promoted["id"], promoted["old"], promoted["new"], promoted["in_repo"]) == (copy, "proposed", "approved", True)
+    assert [e["to"] for e in promoted["review_history"]][-1] == "approved"
+    assert one_json(cli("resolve", "--json")) == {"conflicted": []}
+    setup = one_json(cli("setup", "--json"))
+    assert set(setup) == {"attributes", "attributes_changed", "driver_set", "driver_kept"} and setup["driver_set"]
+
+
 # -- item 11: one-line usage errors ---------------------------------------------------------
 
 

@@ -135,7 +135,8 @@ def sync_status(*, json: Flag = False) -> int:
     return 0
 
 
-def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = False, by: str | None = None) -> int:
+def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = False, by: str | None = None,
+            json: Flag = False) -> int:  # fmt: skip
     """Copy personal memories into the project outbox.
 
     The copies get new ids, `derived_from` pointing at the original, and visibility
@@ -151,11 +152,17 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
         Solo flow: record the copy as approved by you (no PR needed).
     by
         Who proposes (default: git user.name).
+    json
+        Print one JSON document.
     """
     from ..review import propose as run_propose
 
     with open_context() as ctx:
         proposals = run_propose(ctx, ids, to=to, local_approve=local_approve, by=by)
+    if json:
+        emit_json({"proposed": [{"source": p.source, "id": p.copy.id, "review_state": p.copy.review_state,
+                                 "path": str(p.copy.path)} for p in proposals]})  # fmt: skip
+        return 0
     for proposal in proposals:
         out(f"proposed {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (outbox draft)")
     out("next: open-memex submit " + " ".join(p.copy.id for p in proposals))
@@ -163,7 +170,7 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
 
 
 def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, note_: Annotated[str | None, Parameter(name="--note")] = None,
-            by: str | None = None) -> int:  # fmt: skip
+            by: str | None = None, json: Flag = False) -> int:  # fmt: skip
     """Advance, reject or resubmit a memory under review.
 
     One step up the ladder (proposed → approved → published), a rejection (a note is
@@ -181,11 +188,17 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
         Why (recorded in review_history).
     by
         Reviewer name (default: git user.name).
+    json
+        Print one JSON document.
     """
     from ..review import promote as run_promote
 
     with open_context() as ctx:
         change = run_promote(ctx, memory_id, reject=reject, resubmit=resubmit, note=note_, by=by)
+    if json:
+        emit_json({"id": change.memory.id, "old": change.old, "new": change.new, "in_repo": change.in_repo,
+                   "path": str(change.memory.path), "review_history": change.memory.review_history})  # fmt: skip
+        return 0
     out(f"promote {change.memory.id}: {change.old} → {change.new}")
     for entry in change.memory.review_history:
         out(f"  {entry.get('at')}  {entry.get('by')}: {entry.get('from')} → {entry.get('to')}"
@@ -195,7 +208,7 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
     return 0
 
 
-def resolve(target: str | None = None, /) -> int:
+def resolve(target: str | None = None, /, *, json: Flag = False) -> int:
     """List conflicted memory files, or merge one.
 
     During a conflicted `git merge` or `git rebase`: tags, aliases and review histories are
@@ -209,6 +222,8 @@ def resolve(target: str | None = None, /) -> int:
     ----------
     target
         A conflicted memory file (path or id); omit to list them.
+    json
+        Print one JSON document (a semantic conflict still exits 3).
     """
     from ..errors import ConflictError
     from ..git.repo import open_repo
@@ -218,12 +233,19 @@ def resolve(target: str | None = None, /) -> int:
     with open_context() as ctx:
         if target is None:
             paths = conflicted_memory_files(open_repo(ctx))
+            if json:
+                emit_json({"conflicted": paths})
+                return 0
             if not paths:
                 out("(no conflicted memory files)")
             for path in paths:
                 out(path)
             return 0
         report = run_resolve(ctx, target)
+    if json:
+        emit_json({"path": report.path, "resolved": report.outcome.clean, "auto_merged": report.auto,
+                   "conflicts": report.outcome.conflicts, "labels": list(report.labels)})  # fmt: skip
+        return 0 if report.outcome.clean else 3
     if report.outcome.clean:
         merged = f"  auto-merged: {', '.join(report.auto)}" if report.auto else ""
         out(f"resolved {report.path}{merged}")
@@ -262,7 +284,8 @@ def merge_driver(base: str, ours: str, theirs: str, path: str = "", /, *, ours_l
     return run_driver(base, ours, theirs, path or ours, ours_label, theirs_label)
 
 
-def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", negative="")] = True) -> int:
+def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", negative="")] = True,
+          json: Flag = False) -> int:  # fmt: skip
     """Set up the memory merge driver in this clone.
 
     Writes `*.md merge=openmemex` into <memoryDir>/.gitattributes (commit it so teammates
@@ -273,14 +296,23 @@ def setup(*, merge_driver_: Annotated[bool, Parameter(name="--merge-driver", neg
     ----------
     merge_driver_
         Configure the merge driver (default).
+    json
+        Print one JSON document.
     """
     from ..git.resolve import setup_merge_driver
 
     if not merge_driver_:
-        out("nothing to set up")
+        if json:
+            emit_json({"attributes": None, "attributes_changed": False, "driver_set": False, "driver_kept": None})
+        else:
+            out("nothing to set up")
         return 0
     with open_context() as ctx:
         report = setup_merge_driver(ctx)
+    if json:
+        emit_json({"attributes": str(report.attributes), "attributes_changed": report.attributes_changed,
+                   "driver_set": report.driver_set, "driver_kept": report.driver_kept})  # fmt: skip
+        return 0
     out(f"{'wrote' if report.attributes_changed else 'kept'} {report.attributes}")
     if report.driver_kept:
         note(f"merge.openmemex.driver is already set to {report.driver_kept!r}; left unchanged")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import index, store
+from .. import store
 from ..context import Context
 from ..errors import LifecycleError, MemexError, UsageError
 from ..ids import is_ulid
@@ -68,6 +68,13 @@ def _signing_required(gitrepo: GitRepo) -> bool:
 def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsigned: bool = False) -> SubmitReport:
     if not ids:
         raise UsageError("name the drafts to submit: open-memex submit ID [ID…] (see `open-memex sync-status`)")
+    # under the project's write lock: a supersede or forget of a draft cannot interleave
+    # with moving it from the outbox into the repository (docs/protocol.md, Consistency)
+    with ctx.lock(ctx.project.key):
+        return _submit_locked(ctx, ids, branch, allow_unsigned)
+
+
+def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsigned: bool) -> SubmitReport:
     gitrepo = open_repo(ctx)
     _refresh_owed(gitrepo)
     ctx.sync("project", kind="submit")
@@ -174,7 +181,7 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
     for path in leftovers:
         store.delete(path)
         gone.append(path)
-    index.apply_changes(ctx.conn, [(memory, repo_folder) for memory in plan], gone)
+    ctx.record([(memory, repo_folder) for memory in plan], gone)
     return report
 
 
