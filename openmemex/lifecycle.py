@@ -35,21 +35,23 @@ def _marks(items: list[str]) -> str:
 def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     """Make one-sided supersede pointers two-sided (design §3.3). Files in our own data
     root are fixed on disk; in-repo files are fixed in the index only and reported, so a
-    read never dirties the user's work tree. Runs on every read (two indexed queries), so a
-    repair that failed once is tried again. Returns how many pointers were healed."""
+    read never dirties the user's work tree. Runs on every read — two queries over the
+    partial indexes of chain members only, so its cost follows the number of superseded
+    memories, not the store — and a repair that failed once is tried again. Returns how
+    many pointers were healed."""
     conn = ctx.conn
     dirs = [str(f.path) for f in folders]
     marks = _marks(dirs)
     forward = conn.execute(
         f"SELECT old.id AS old_id, old.file_path AS old_path, new.file_path AS path, new.location AS location "
-        f"FROM memories old JOIN memories new ON new.id = old.superseded_by "
+        f"FROM memories old INDEXED BY memories_superseded_by CROSS JOIN memories new ON new.id = old.superseded_by "
         f"WHERE old.superseded_by IS NOT NULL AND old.dir IN ({marks}) AND new.dir IN ({marks}) "
         f"AND new.supersedes IS NULL",
         [*dirs, *dirs],
     ).fetchall()
     backward = conn.execute(
         f"SELECT new.id AS new_id, new.file_path AS new_path, old.file_path AS path, old.location AS location "
-        f"FROM memories new JOIN memories old ON old.id = new.supersedes "
+        f"FROM memories new INDEXED BY memories_supersedes CROSS JOIN memories old ON old.id = new.supersedes "
         f"WHERE new.supersedes IS NOT NULL AND new.dir IN ({marks}) AND old.dir IN ({marks}) "
         f"AND old.superseded_by IS NULL",
         [*dirs, *dirs],
