@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from openmemex import index, memfile, store
+from openmemex import freshness, index, memfile, store
 from openmemex.context import Context
 from openmemex.ids import new_ulid, now_rfc3339
 from openmemex.model import IMPORTANCE, PERSONAL_KEY, TYPES, Memory, default_visibility
@@ -276,7 +276,7 @@ def generate_store(ctx: Context, n: int, seed: int) -> None:
 def measure_sync(ctx: Context, runs: int) -> list[float]:
     samples = []
     for _ in range(runs):
-        stats, seconds = timed(ctx.sync, "both")
+        stats, seconds = timed(freshness.sync, ctx, "both")
         if stats.changed:
             raise RuntimeError(f"warm reconcile found changes: {stats.summary()}")
         samples.append(seconds)
@@ -351,7 +351,7 @@ def bench_size(n: int, base: Path, seed: int, profile: str | None) -> Row:
         say(f"generated {n:,} files in {row.generate_s:.1f} s")
 
         with maybe_profile(profile == "cold", f"cold reconcile, N={n:,}"):
-            stats, row.cold_s = timed(ctx.sync, "both")
+            stats, row.cold_s = timed(freshness.sync, ctx, "both")
         if stats.added != n:
             raise RuntimeError(
                 f"cold reconcile indexed {stats.added} of {n} files: {stats.summary()}"

@@ -18,7 +18,7 @@ from types import TracebackType
 from . import index, paths
 from .config import Config, load_config
 from .errors import IndexDamaged, UsageError
-from .index import Folder, SyncStats, Warn, warn_stderr
+from .index import Folder, Warn, warn_stderr
 from .locks import scope_lock
 from .model import PERSONAL_KEY, RESERVED_SCOPES, Memory
 from .scope import ProjectScope, resolve_project
@@ -131,23 +131,6 @@ class Context:
             if current is not None and current == ours:
                 index.move_aside(db_path, self.warn)
         _ = self.conn
-
-    def sync(self, scope: str = "both", kind: str = "request") -> SyncStats:
-        """Reconcile the index with the files of ``scope`` and heal supersede chains. A
-        damaged index is rebuilt here, once, and the read goes on (the index is a cache)."""
-        from .lifecycle import heal_chains
-
-        folders = self.folders(scope)
-        for attempt in (0, 1):
-            try:
-                stats = index.reconcile(self.conn, folders, kind=kind, warn=self.warn, progress=self.progress)
-                heal_chains(self, folders)
-                return stats
-            except sqlite3.DatabaseError as exc:
-                if attempt or not index.is_corrupt(exc):
-                    raise
-                self.recover_index()
-        raise AssertionError("unreachable")
 
     def record(self, written: list[tuple[Memory, Folder]], removed: list[Path] | None = None) -> None:
         """Tell the index about files just written or deleted. The files are the truth and

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import index, paths
+from . import freshness, index, paths
 from .context import Context
 from .errors import MemexError
 
@@ -49,7 +49,7 @@ def run_checks(ctx: Context) -> list[Check]:
     mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     checks.append(Check("locking", mode == "wal" and timeout >= 1000, f"journal_mode={mode}, busy_timeout={timeout} ms"))
-    ctx.sync("all")
+    freshness.sync(ctx, "all")
     conn = ctx.conn  # the sync may have rebuilt a damaged index
     bad = index.quarantined(conn)
     checks.append(Check("memory files", not bad, "all readable" if not bad else

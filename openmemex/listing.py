@@ -7,6 +7,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
+from . import freshness
 from .context import Context
 from .errors import UsageError
 from .ids import format_time
@@ -94,7 +95,7 @@ def list_memories(
     if include not in ("active", "all"):
         raise UsageError(f"unknown --include {include!r} — use active or all")
     limit = check_limit(limit, MAX_LIMIT)
-    ctx.sync(scope)
+    freshness.sync(ctx, scope)
     listing = Listing(limit=limit)
     groups: list[tuple[str, str, list[Folder]]] = []
     if scope in ("personal", "both", "all"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from . import freshness
 from .context import Context
 from .errors import NotFoundError, UsageError
 from .index import Folder
@@ -37,7 +38,7 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
         raise UsageError(f"id {memory_id!r} is too short — give the full id (see `open-memex list`)")
     for scope in ("both", "both", "all"):  # "both" again when a file vanished under us
         folders = ctx.folders(scope)
-        ctx.sync(scope)
+        freshness.sync(ctx, scope)
         rows = rows_for(ctx.conn, text, folders)
         if rows:
             row = rows[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
+from . import freshness
 from .context import Context
 from .errors import UsageError
 from .index import split_tags
@@ -89,7 +90,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         raise UsageError(f"unknown type {type!r} — use one of: {', '.join(TYPES)}")
     limit = check_limit(limit, MAX_LIMIT)
     folders = ctx.folders(scope)
-    ctx.sync(scope)
+    freshness.sync(ctx, scope)
     expression = build_query(query)
     result = SearchResult(query, expression, [], scopes=[str(f.path) for f in folders])
     if not expression:

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from . import store
+from . import freshness, store
 from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
@@ -132,7 +132,7 @@ def _add_locked(
     ctx: Context, folder: Folder, scope: str, body: str, clean_tags: list[str], clean_aliases: list[str],
     masked: list[str], private: int, *, type: str, source: str, importance: str, role: str, guard_echo: bool,
 ) -> WriteResult:  # fmt: skip
-    ctx.sync("personal" if folder.location == "personal" else "project")
+    freshness.sync(ctx, "personal" if folder.location == "personal" else "project")
     dirs = _dirs(ctx, folder)
     key = folder.scope_key or ""
     existing = _exact_duplicate(ctx, body, dirs)

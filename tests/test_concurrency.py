@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from openmemex import paths
+from openmemex import freshness, paths
 from openmemex.context import Context
 from openmemex.memfile import read_memory
 
@@ -108,7 +108,7 @@ def test_parallel_adds_lose_nothing(tmp_path: Path, data_root: Path) -> None:
     assert raw_rows == WORKERS * PER_WORKER
 
     with Context.load() as ctx:
-        stats = ctx.sync("personal")
+        stats = freshness.sync(ctx, "personal")
         assert stats.changed is False, stats.summary()
         conn = ctx.conn
         assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == WORKERS * PER_WORKER
@@ -169,7 +169,7 @@ def test_reconcile_keeps_rows_of_files_written_during_its_scan(monkeypatch) -> N
         ctx.conn.execute("DELETE FROM folder_state")
     monkeypatch.setattr(index, "_scan", scan_then_concurrent_write)
     with Context.load() as reader:
-        reader.sync("personal")
+        freshness.sync(reader, "personal")
     monkeypatch.setattr(index, "_scan", real_scan)
     new_id = written[0]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from openmemex import index, paths
+from openmemex import freshness, index, paths
 from openmemex.context import Context
 from openmemex.ids import new_ulid
 from tests import helpers
@@ -53,7 +53,7 @@ def db_path() -> Path:
 
 def row_ids() -> set[str]:
     with Context.load() as ctx:
-        ctx.sync("all")
+        freshness.sync(ctx, "all")
         return {r[0] for r in ctx.conn.execute("SELECT id FROM memories")}
 
 
@@ -100,7 +100,7 @@ def test_sync_stats_counts(tmp_path: Path) -> None:
     write_personal(folder, "charlie fact about logging")
 
     with Context.load() as ctx:
-        stats = ctx.sync("personal")
+        stats = freshness.sync(ctx, "personal")
         assert (stats.added, stats.updated, stats.removed, stats.scanned) == (3, 0, 0, 3)
         assert stats.changed is True
         assert stats.summary() == "+3 ~0 -0 (scanned 3)"
@@ -117,7 +117,7 @@ def test_sync_stats_counts(tmp_path: Path) -> None:
 
     warnings: list[str] = []
     with Context.load(warn=warnings.append) as ctx:
-        stats = ctx.sync("personal")
+        stats = freshness.sync(ctx, "personal")
         assert (stats.added, stats.updated, stats.removed) == (2, 1, 1)
         assert stats.scanned == 5  # four good files and the empty one
         assert stats.summary() == "+2 ~1 -1 (scanned 5)"
@@ -131,7 +131,7 @@ def test_sync_stats_counts(tmp_path: Path) -> None:
         assert a in ids and b not in ids and len(ids) == 4
 
     with Context.load(warn=warnings.append) as ctx:
-        stats = ctx.sync("personal")
+        stats = freshness.sync(ctx, "personal")
         assert (stats.added, stats.updated, stats.removed, stats.scanned) == (0, 0, 0, 5)
         assert stats.changed is False
         assert stats.quarantined == []
@@ -163,7 +163,7 @@ def test_warm_reconcile_performs_no_write(cli, tmp_path: Path) -> None:  # type:
             ctx.conn.set_trace_callback(statements.append)
             changes = ctx.conn.total_changes
             for scope in ("personal", "both", "all"):
-                stats = ctx.sync(scope)
+                stats = freshness.sync(ctx, scope)
                 assert stats.changed is False
                 assert (stats.added, stats.updated, stats.removed) == (0, 0, 0)
             assert ctx.conn.total_changes == changes

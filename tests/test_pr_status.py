@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from openmemex import paths
+from openmemex import freshness, paths
 from openmemex.config import set_value
 from openmemex.context import Context
 from openmemex.errors import MemexError, UsageError
@@ -381,7 +381,7 @@ def test_report_only_writes_nothing(repo: Path, fake: FakeGitHub, token: str, da
     fake.add_pull("acme", "widgets", BRANCH, merged_at="2026-09-03T12:00:00Z", merged_by="carol",
                   files=[rel(proposed), rel(approved)], reviews=[FakeReview("alice", "APPROVED")])  # fmt: skip
     with Context.load() as ctx:
-        ctx.sync("project")
+        freshness.sync(ctx, "project")
     before = snapshot(repo)
     mtimes = {p: p.stat().st_mtime_ns for p in (repo / MEMDIR).iterdir()}
     report = run(fake.base_url)

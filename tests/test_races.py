@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from openmemex import freshness
 from openmemex.context import Context
 from openmemex.locks import lock_path
 from openmemex.memfile import read_memory
@@ -124,7 +125,7 @@ def test_repair_waits_for_a_supersede_in_flight(data_root: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         warnings: list[str] = []
         with Context.load(warn=warnings.append) as ctx:
-            ctx.sync("personal")
+            freshness.sync(ctx, "personal")
         assert warnings == []
         assert read_memory(folder / f"{old_id}.md").superseded_by is None  # untouched
     finally:
@@ -134,7 +135,7 @@ def test_repair_waits_for_a_supersede_in_flight(data_root: Path) -> None:
         holder.stdout.close()
     warnings = []
     with Context.load(warn=warnings.append) as ctx:
-        ctx.sync("personal")  # no file changed since the last read: the repair still runs
+        freshness.sync(ctx, "personal")  # no file changed since the last read: the repair still runs
     assert warnings == [f"{old_id}.md: repaired one-sided supersede chain (superseded_by {new_id})"]
     old = read_memory(folder / f"{old_id}.md")
     assert (old.status, old.superseded_by) == ("superseded", new_id)
@@ -162,7 +163,7 @@ def test_file_forgotten_mid_scan_is_dropped_silently(data_root: Path, monkeypatc
     monkeypatch.setattr(index, "_scan", scan_then_delete)
     warnings: list[str] = []
     with Context.load(warn=warnings.append) as ctx:
-        ctx.sync("personal")
+        freshness.sync(ctx, "personal")
         assert warnings == []
         assert index.quarantined(ctx.conn) == []
         ids = [r[0] for r in ctx.conn.execute("SELECT id FROM memories")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .. import freshness
 from ..context import Context
 from ..errors import MemexError
 from ..index import SyncStats
@@ -104,7 +105,7 @@ def pull(ctx: Context) -> PullReport:
     prefix = gitrepo.memory_rel + "/"
     report.files_changed = len(paths)
     report.memory_files_changed = sum(1 for p in paths if p.startswith(prefix))
-    report.stats = ctx.sync("project", kind="pull")
+    report.stats = freshness.sync(ctx, "project", kind="pull")
     return report
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import store
+from .. import freshness, store
 from ..context import Context
 from ..errors import ConflictError, MemexError, UsageError
 from ..memfile import MemoryFileError, parse_memory, serialize
@@ -153,7 +153,7 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
         idx.write()
     except (pygit2.GitError, OSError) as exc:
         raise MemexError(f"merged {rel} but could not stage it ({exc}) — run `git add {rel}`") from None
-    ctx.sync("project", kind="request")
+    freshness.sync(ctx, "project", kind="request")
     return report
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import store
+from .. import freshness, store
 from ..context import Context
 from ..errors import LifecycleError, MemexError, UsageError
 from ..ids import is_ulid
@@ -77,7 +77,7 @@ def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsign
 def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsigned: bool) -> SubmitReport:
     gitrepo = open_repo(ctx)
     _refresh_owed(gitrepo)
-    ctx.sync("project", kind="submit")
+    freshness.sync(ctx, "project", kind="submit")
     folders = ctx.folders("project")
     outbox = next(f for f in folders if f.location == "outbox")
     repo_folder = Folder(gitrepo.memory_dir, "repo", ctx.project.key)
@@ -296,7 +296,7 @@ def _owe(gitrepo: GitRepo, rel_paths: list[str]) -> None:
     try:
         owed = set(path.read_text("utf-8").splitlines()) if path.exists() else set()
         store.write_atomic(path, "".join(f"{rel}\n" for rel in sorted(owed | set(rel_paths))))
-    except OSError:
+    except (OSError, MemexError):
         pass  # the warning already names the repair command
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import index
+from .. import freshness, index
 from ..context import Context
 from ..ids import format_time
 from ..model import REVIEW_STATES
@@ -64,7 +64,7 @@ class SyncStatus:
 def sync_status(ctx: Context) -> SyncStatus:
     folders = ctx.folders("project")
     last = index.last_sync(ctx.conn, [f.path for f in folders])  # the one before this look
-    ctx.sync("project")
+    freshness.sync(ctx, "project")
     status = SyncStatus(
         ctx.project.name,
         ctx.project.key,
