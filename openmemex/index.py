@@ -238,10 +238,15 @@ def _connect(db_path: Path) -> sqlite3.Connection:
 
 
 def busy_error(exc: sqlite3.OperationalError) -> Exception:
+    if "disk is full" in str(exc) or "disk I/O" in str(exc):
+        return MemexError(f"cannot write the index ({exc}) — free disk space in the data root (`open-memex where`)")
     if "locked" in str(exc) or "busy" in str(exc):
         return StoreBusyError("the memory store is busy (another open-memex is writing); nothing was lost — retry")
     if "unable to open" in str(exc) or "readonly" in str(exc):
-        return MemexError(f"cannot open the index ({exc}) — check that the data root is writable (`open-memex where`)")
+        return MemexError(
+            f"cannot write the index ({exc}) — check that the data root and its index.db are writable "
+            "(`open-memex where`)"
+        )
     return exc
 
 
@@ -288,15 +293,28 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
         raise busy_error(exc) from None
     try:
         yield
+    except sqlite3.OperationalError as exc:
+        _rollback(conn)
+        mapped = busy_error(exc)  # a read-only index, a full disk: one line, not a traceback
+        if mapped is exc:
+            raise
+        raise mapped from None
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     else:
         try:
             conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise busy_error(exc) from None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """SQLite may already have rolled back (a full disk, a damaged page): never let the
+    ROLLBACK's own error hide the one that matters."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("ROLLBACK")
 
 
 def _row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:

@@ -40,7 +40,7 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise MemexError(
-            f"cannot write {path} ({_reason(exc)}) — nothing was changed; make {path.parent} writable and retry"
+            f"cannot write {path} ({_reason(exc)}) — nothing was changed; make {path.parent} and its files writable, then retry"
         ) from None
     except BaseException:
         with contextlib.suppress(OSError):

@@ -315,3 +315,27 @@ def test_show_names_why_an_in_repo_file_cannot_be_read(cli, git_repo: Path) -> N
     assert result.rc == 1
     assert f"memory {memory_id} cannot be read: invalid YAML" in result.err
     assert "no memory with id" not in result.err
+
+
+def test_read_only_index_is_one_line(cli, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from openmemex import index
+
+    _add(cli, "written while the index was writable")
+    real = sqlite3.connect
+
+    def read_only(path: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        kwargs.pop("uri", None)
+        return real(f"file:{path}?mode=ro", *args, uri=True, **kwargs)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(index.sqlite3, "connect", read_only)
+        added = cli("add", "a new note while the index is read-only", "--scope", "personal")
+        found = cli("search", "written")
+    for result in (added, found):
+        assert result.rc == 1, result.err
+        assert result.err.startswith("open-memex: error: cannot write the index") and "writable" in result.err
+        assert len(result.err.strip().splitlines()) == 1
+    assert not (data_root / "logs" / "crash.log").exists()
+    assert "read-only" in cli("search", "read-only", "--json").out  # the file landed; the index catches up
