@@ -19,7 +19,11 @@ from .memfile import MemoryFileError, read_memory
 def sync(ctx: Context, scope: str = "both", kind: str = "request") -> SyncStats:
     """Reconcile the index with the files of ``scope`` and heal supersede chains. A
     damaged index is rebuilt here, once, and the read goes on (the index is a cache)."""
-    folders = ctx.folders(scope)
+    return sync_folders(ctx, ctx.folders(scope), kind)
+
+
+def sync_folders(ctx: Context, folders: list[Folder], kind: str = "request") -> SyncStats:
+    """``sync`` for explicit folders (after a command moved files between scopes)."""
     for attempt in (0, 1):
         try:
             stats = index.reconcile(ctx.conn, folders, kind=kind, warn=ctx.warn, progress=ctx.progress)

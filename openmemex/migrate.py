@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import index, store
+from . import freshness, store
 from .context import Context
 from .errors import UsageError
 from .ids import parse_time
@@ -93,5 +93,5 @@ def _migrate_locked(ctx: Context, src: str, dst: str, dry_run: bool, on_conflict
         store.save(memory, dst_folder.path)
         store.delete(path)
     if not dry_run:
-        index.reconcile(ctx.conn, [src_folder, dst_folder], kind="cli", warn=ctx.warn)
+        freshness.sync_folders(ctx, [src_folder, dst_folder], kind="cli")
     return report
