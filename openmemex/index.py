@@ -286,7 +286,11 @@ def _split_sql(script: str) -> Iterator[str]:
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[None]:
     """BEGIN IMMEDIATE: take the write lock up front so busy_timeout applies (a deferred
-    transaction that upgrades later fails at once with SQLITE_BUSY)."""
+    transaction that upgrades later fails at once with SQLITE_BUSY). Inside an open
+    transaction (``rebuild``) it adds nothing: the outer one commits or rolls back."""
+    if conn.in_transaction:
+        yield
+        return
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
@@ -580,9 +584,8 @@ def _reconcile_folder(
         if stats.changed or bad or kind != "request":
             _write_sync_row(conn, key, kind, stats, now)
         _store_fingerprint(conn, key, seen)
-    if len(rows) + len(removed) > 1000:
-        with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if len(rows) + len(removed) > 1000 and not conn.in_transaction:
+        _checkpoint(conn)
     for path_text, _, reason in bad:
         stats.quarantined.append((Path(path_text), reason))
         warn(f"skipped {path_text}: {reason}")
@@ -616,10 +619,21 @@ def rebuild(
     conn: sqlite3.Connection, folders: Iterable[Folder], warn: Warn = warn_stderr,
     progress: Callable[[int, int], None] | None = None,
 ) -> SyncStats:  # fmt: skip
-    """Drop every row and re-read every file (``reindex``)."""
+    """Drop every row and re-read every file (``reindex``), in ONE transaction: until it
+    commits, other processes keep reading the old, complete index — never an empty one
+    that would make a search miss, or a writer's duplicate check save the same text twice
+    (issue 6). Writers wait for it (busy timeout) and are told to retry if it runs long."""
     folder_list = list(folders)
-    _create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS trigger deletes
-    return reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
+    with transaction(conn):
+        _create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS trigger deletes
+        stats = reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
+    _checkpoint(conn)
+    return stats
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def quarantined(conn: sqlite3.Connection) -> list[tuple[str, str]]:

@@ -169,3 +169,54 @@ def test_file_forgotten_mid_scan_is_dropped_silently(data_root: Path, monkeypatc
         ids = [r[0] for r in ctx.conn.execute("SELECT id FROM memories")]
     assert ids == [keep]
     assert os.listdir(folder) == [f"{keep}.md"]
+
+
+def test_reindex_never_shows_an_empty_index(data_root: Path, monkeypatch: object) -> None:
+    """While `reindex` rebuilds, other connections keep the old, complete index: a search
+    still answers and an identical add is still recognised (it used to save a duplicate)."""
+    import threading
+    import time
+
+    import pytest
+
+    from openmemex import index
+    from openmemex.search import search
+    from openmemex.write import add_memory
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    with Context.load() as ctx:
+        for i in range(60):
+            add_memory(ctx, f"fact {i} about the lighthouse keeper schedule", scope="personal")
+        known = add_memory(ctx, "the harbour gate closes at dusk", scope="personal").id
+    real_read = index.read_memory
+
+    reread_here: list[Path] = []
+    main = threading.get_ident()
+
+    def slow_read(path: Path, key: str | None = None) -> object:
+        if threading.get_ident() == main:
+            reread_here.append(path)  # this connection saw an emptied index and rebuilt it too
+        time.sleep(0.01)
+        return real_read(path, key)
+
+    monkeypatch.setattr(index, "read_memory", slow_read)
+    done = threading.Event()
+
+    def rebuild() -> None:
+        with Context.load() as ctx:
+            index.rebuild(ctx.conn, ctx.folders("all"), warn=ctx.warn)
+        done.set()
+
+    worker = threading.Thread(target=rebuild)
+    worker.start()
+    seen, answers = 0, []
+    with Context.load() as ctx:
+        while not done.is_set():
+            hits = search(ctx, "harbour gate", scope="personal").hits
+            assert [h.id for h in hits] == [known]
+            answers.append(add_memory(ctx, "the harbour gate closes at dusk", scope="personal").status)
+            seen += 1
+    worker.join()
+    assert seen > 3 and set(answers) == {"exists"}
+    assert reread_here == []
+    assert len(memory_files(data_root / "memories" / "personal")) == 61
