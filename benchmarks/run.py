@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from openmemex import freshness, index, memfile, store
+from openmemex import freshness, memfile, store
 from openmemex.context import Context
 from openmemex.ids import new_ulid, now_rfc3339
 from openmemex.model import IMPORTANCE, PERSONAL_KEY, TYPES, Memory, default_visibility
@@ -364,7 +364,7 @@ def bench_size(n: int, base: Path, seed: int, profile: str | None) -> Row:
 
         with maybe_profile(profile == "rebuild", f"full rebuild, N={n:,}"):
             stats, row.rebuild_s = timed(
-                index.rebuild, ctx.conn, ctx.folders("both"), warn=ctx.warn
+                freshness.rebuild, ctx.conn, ctx.folders("both"), warn=ctx.warn
             )
         say(f"full rebuild: {row.rebuild_s:.2f} s ({stats.summary()})")
 

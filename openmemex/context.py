@@ -20,11 +20,10 @@ from .config import Config, load_config
 from .errors import IndexDamaged, UsageError
 from .index import Folder, Warn, warn_stderr
 from .locks import scope_lock
-from .model import PERSONAL_KEY, RESERVED_SCOPES, Memory
+from .model import PERSONAL_KEY, RESERVED_SCOPES
 from .scope import ProjectScope, resolve_project
 
 SEARCH_SCOPES = ("project", "personal", "both", "all")
-INDEX_LOCK = ".index"  # serialises moving a damaged index aside
 WRITE_SCOPES = ("project", "personal")
 
 
@@ -118,33 +117,12 @@ class Context:
         return self._conn
 
     def recover_index(self) -> None:
-        """The index file is damaged: move it aside (unless another process already did)
-        and reconnect to a fresh one; the next reconcile rebuilds it from the files."""
-        db_path = paths.index_path(self.root)
+        """The index file is damaged: have it moved aside (unless another process already
+        did) and reconnect; the next reconcile rebuilds it from the files."""
         ours = self._db_ino
         self.close()
-        with scope_lock(self.root, [INDEX_LOCK]):
-            try:
-                current: int | None = os.stat(db_path).st_ino
-            except OSError:
-                current = None
-            if current is not None and current == ours:
-                index.move_aside(db_path, self.warn)
+        index.recover(paths.index_path(self.root), ours, self.warn)
         _ = self.conn
-
-    def record(self, written: list[tuple[Memory, Folder]], removed: list[Path] | None = None) -> None:
-        """Tell the index about files just written or deleted. The files are the truth and
-        already landed: a damaged index here is rebuilt from them, never re-raised (so a
-        surface's retry can never repeat a write)."""
-        try:
-            index.apply_changes(self.conn, written, removed or [])
-        except sqlite3.DatabaseError as exc:
-            if not index.is_corrupt(exc):
-                raise
-            self.recover_index()
-            keys = {str(f.path) for _, f in written} | {str(p.parent) for p in removed or []}
-            folders = [f for f in self.folders("all") if str(f.path) in keys] + [f for _, f in written]
-            index.reconcile(self.conn, list({str(f.path): f for f in folders}.values()), warn=self.warn)
 
     def close(self) -> None:
         if self._conn is not None:

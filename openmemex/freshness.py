@@ -5,15 +5,23 @@ their files, then heal one-sided supersede chains. Every read path calls ``sync`
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import index, store
 from .context import Context
 from .errors import MemexError, StoreBusyError
-from .index import Folder, SyncStats
+from .fingerprint import SIG_COLUMNS, Sig, folder_checksum, stat_sig
+from .index import Folder, SyncStats, Warn, warn_stderr
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
+from .model import Memory
+
+PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
 
 
 def sync(ctx: Context, scope: str = "both", kind: str = "request") -> SyncStats:
@@ -26,7 +34,7 @@ def sync_folders(ctx: Context, folders: list[Folder], kind: str = "request") -> 
     """``sync`` for explicit folders (after a command moved files between scopes)."""
     for attempt in (0, 1):
         try:
-            stats = index.reconcile(ctx.conn, folders, kind=kind, warn=ctx.warn, progress=ctx.progress)
+            stats = reconcile(ctx.conn, folders, kind=kind, warn=ctx.warn, progress=ctx.progress)
             heal_chains(ctx, folders)
             return stats
         except sqlite3.DatabaseError as exc:
@@ -34,6 +42,190 @@ def sync_folders(ctx: Context, folders: list[Folder], kind: str = "request") -> 
                 raise
             ctx.recover_index()
     raise AssertionError("unreachable")
+
+
+def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
+    """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``."""
+    found: dict[str, Sig] = {}
+    odd: dict[str, str] = {}
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return found, odd
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".md") or name.startswith("."):
+                continue
+            try:
+                if entry.is_symlink():
+                    odd[entry.path] = "symlink not followed (memory files must be regular files)"
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                odd[entry.path] = "not a regular file"
+                continue
+            found[entry.path] = stat_sig(st)
+    return found, odd
+
+
+def reconcile(
+    conn: sqlite3.Connection,
+    folders: Iterable[Folder],
+    kind: str = "request",
+    warn: Warn = warn_stderr,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncStats:
+    """Bring the index in line with the files of ``folders``; cheap when nothing changed."""
+    total = SyncStats()
+    for folder in folders:
+        total.merge(_reconcile_folder(conn, folder, kind, warn, progress))
+    return total
+
+
+
+
+def _reconcile_folder(
+    conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None
+) -> SyncStats:
+    stats = SyncStats()
+    key = str(folder.path)
+    seen = folder_checksum(folder.path)
+    stored = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
+    if stored is not None and (stored[0], stored[1]) == seen:
+        stats.scanned = seen[1]
+        if kind != "request":
+            _log_sync(conn, key, kind, stats)
+        return stats
+    # Rows first, then the scan: a file another process writes and indexes in between is
+    # then "new" (re-read, harmless), never "gone" (its row deleted).
+    plain = conn.cursor()
+    plain.row_factory = None  # plain tuples: this runs on every read
+    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM memories WHERE dir = ?", (key,))}
+    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM quarantine WHERE dir = ?", (key,))}
+    plain.close()
+    on_disk, odd = _scan(folder.path)
+    stats.scanned = len(on_disk)
+    changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
+    removed = [p for p in known if p not in on_disk]
+    new_odd = {p: reason for p, reason in odd.items() if p not in held}
+    released = [p for p in held if p not in on_disk and p not in odd]
+    if not (changed or removed or new_odd or released):
+        with index.transaction(conn):
+            index.store_fingerprint(conn, key, seen)
+            if kind != "request":  # explicit syncs (cli, submit, pull) are recorded even when idle (D31)
+                index.write_sync_row(conn, key, kind, stats, time.time())
+        return stats
+    rows: list[tuple[object, ...]] = []
+    bad: list[tuple[str, Sig, str]] = []
+    show = progress if progress is not None and len(changed) >= PROGRESS_THRESHOLD else None
+    for i, path_text in enumerate(changed):
+        if show is not None:
+            show(i + 1, len(changed))
+        path = Path(path_text)
+        sig = on_disk[path_text]
+        try:
+            memory = read_memory(path, folder.scope_key)
+        except FileNotFoundError:
+            # deleted since the scan (a concurrent forget or submit): not a broken file;
+            # its row goes now, and the stored fingerprint differs so the next read re-scans
+            stats.scanned -= 1
+            if path_text in known:
+                removed.append(path_text)
+            continue
+        except MemoryFileError as exc:
+            bad.append((path_text, sig, str(exc)))
+            continue
+        except OSError as exc:
+            bad.append((path_text, sig, f"cannot read: {exc.strerror}"))
+            continue
+        except Exception as exc:  # never let one file take the whole store down
+            bad.append((path_text, sig, f"unreadable ({type(exc).__name__}: {exc})"))
+            continue
+        if path_text in known:
+            stats.updated += 1
+        else:
+            stats.added += 1
+        rows.append(index.row_values(memory, folder, path, sig))
+    for path_text, reason in new_odd.items():
+        bad.append((path_text, (0, 0, 0, 0), reason))
+    stats.removed = len(removed)
+    now = time.time()
+    with index.transaction(conn):
+        conn.executemany(index.UPSERT_SQL, rows)
+        conn.executemany("DELETE FROM memories WHERE file_path = ?", [(p,) for p in removed])
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(p,) for p in released])
+        for path_text, sig, reason in bad:
+            conn.execute("DELETE FROM memories WHERE file_path = ?", (path_text,))
+            conn.execute(
+                "INSERT INTO quarantine(file_path, dir, mtime_ns, size, ctime_ns, ino, reason, seen_at) "
+                "VALUES (?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(file_path) DO UPDATE SET mtime_ns=excluded.mtime_ns, size=excluded.size, "
+                "ctime_ns=excluded.ctime_ns, ino=excluded.ino, reason=excluded.reason, seen_at=excluded.seen_at",
+                (path_text, key, *sig, reason, now),
+            )
+        good_paths = [(r[3],) for r in rows]
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
+        if stats.changed or bad or kind != "request":
+            index.write_sync_row(conn, key, kind, stats, now)
+        index.store_fingerprint(conn, key, seen)
+    if len(rows) + len(removed) > 1000 and not conn.in_transaction:
+        _checkpoint(conn)
+    for path_text, _, reason in bad:
+        stats.quarantined.append((Path(path_text), reason))
+        warn(f"skipped {path_text}: {reason}")
+    return stats
+
+
+
+
+def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:
+    with index.transaction(conn):
+        index.write_sync_row(conn, key, kind, stats, time.time())
+
+
+
+
+def rebuild(
+    conn: sqlite3.Connection, folders: Iterable[Folder], warn: Warn = warn_stderr,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncStats:  # fmt: skip
+    """Drop every row and re-read every file (``reindex``), in ONE transaction: until it
+    commits, other processes keep reading the old, complete index — never an empty one
+    that would make a search miss, or a writer's duplicate check save the same text twice
+    (issue 6). Writers wait for it (busy timeout) and are told to retry if it runs long."""
+    folder_list = list(folders)
+    with index.transaction(conn):
+        index.create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS trigger deletes
+        stats = reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
+    _checkpoint(conn)
+    return stats
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Path] | None = None) -> None:
+    """Tell the index about files just written or deleted. The files are the truth and have
+    already landed, so this never fails the command: a damaged index is rebuilt from them
+    (never re-raised — a surface's retry must not repeat a write), and a busy one is left
+    for the next read, whose fingerprint check sees the folder changed."""
+    try:
+        index.apply_changes(ctx.conn, written, removed or [])
+    except StoreBusyError:
+        ctx.warn("saved, but the index is busy (a long reindex?); the next read indexes the change")
+    except sqlite3.DatabaseError as exc:
+        if not index.is_corrupt(exc):
+            raise
+        ctx.recover_index()
+        dirs = {str(f.path): f for _, f in written}
+        gone = {str(p.parent) for p in removed or []}
+        dirs.update({str(f.path): f for f in ctx.folders("all") if str(f.path) in gone})
+        sync_folders(ctx, list(dirs.values()))
 
 
 def _marks(items: list[str]) -> str:
@@ -102,7 +294,7 @@ def _heal(
                 if memory.status == "active":
                     memory.status = "superseded"
             store.save(memory, folder.path)
-            ctx.record([(memory, folder)])
+            record(ctx, [(memory, folder)])
     except StoreBusyError:
         return 0
     except (MemoryFileError, OSError):

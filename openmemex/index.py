@@ -1,8 +1,9 @@
 """The SQLite FTS5 index: a cache of the memory files, rebuilt whenever in doubt (D1).
 
-Every read first reconciles the index with the folders it will answer from by a stat scan
-(new, changed and deleted files). Unusable files are quarantined: recorded here, reported
-once on stderr, skipped by every command, listed by ``doctor``/``audit``.
+This module is the database: schema, connection, transactions, rows, the quarantine of
+unusable files, and what happens when the file is damaged. Bringing it in line with the
+files before a read is ``freshness``; the per-folder checksum that makes that cheap is
+``fingerprint``.
 """
 
 from __future__ import annotations
@@ -12,22 +13,19 @@ import os
 import sqlite3
 import sys
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import MemexError, StoreBusyError
+from .fingerprint import FILE_MODE, SIG_COLUMNS, Sig, entry_crc, stat_sig
 from .ids import parse_time
-from .memfile import MemoryFileError, read_memory
 from .model import Memory
-from .store import sweep_temp_files
 from .text import cjk_index_text, content_hash
 
 SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
-PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
 
 _SCHEMA = """
 CREATE TABLE memories(
@@ -110,22 +108,20 @@ CREATE TABLE sync_log(
 );
 """
 
-_UPSERT_COLUMNS = (
+UPSERT_COLUMNS = (
     "id", "dir", "location", "file_path", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
     "source", "tags", "aliases", "content", "cjk", "content_hash", "supersedes",
     "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
-_UPSERT_SQL = (
-    f"INSERT INTO memories({', '.join(_UPSERT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _UPSERT_COLUMNS)}) "
+UPSERT_SQL = (
+    f"INSERT INTO memories({', '.join(UPSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in UPSERT_COLUMNS)}) "
     "ON CONFLICT(file_path) DO UPDATE SET "
-    + ", ".join(f"{c}=excluded.{c}" for c in _UPSERT_COLUMNS if c != "file_path")
+    + ", ".join(f"{c}=excluded.{c}" for c in UPSERT_COLUMNS if c != "file_path")
 )
 
 Warn = Callable[[str], None]
-Sig = tuple[int, int, int, int]  # mtime_ns, size, ctime_ns, inode: what a reread is decided on
-_SIG_COLUMNS = "mtime_ns, size, ctime_ns, ino"
 
 
 def warn_stderr(message: str) -> None:
@@ -211,6 +207,23 @@ def move_aside(db_path: Path, warn: Warn = warn_stderr) -> None:
     warn(f"the index {db_path} was damaged ({aside.name} kept); rebuilding it from the memory files")
 
 
+INDEX_LOCK = ".index"  # serialises moving a damaged index aside
+
+
+def recover(db_path: Path, opened_ino: int | None, warn: Warn = warn_stderr) -> None:
+    """Move the damaged index aside — unless another process already did (the file is no
+    longer the one that failed), so two processes finding the damage at once rebuild once."""
+    from .locks import scope_lock
+
+    with scope_lock(db_path.parent, [INDEX_LOCK]):
+        try:
+            current: int | None = os.stat(db_path).st_ino
+        except OSError:
+            current = None
+        if current is not None and current == opened_ino:
+            move_aside(db_path, warn)
+
+
 def _connect(db_path: Path) -> sqlite3.Connection:
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -227,7 +240,7 @@ def _connect(db_path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA journal_size_limit = 67108864")  # keep the WAL from staying index-sized
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            _create_schema(conn)
+            create_schema(conn)
     except sqlite3.OperationalError as exc:
         conn.close()
         raise busy_error(exc) from None
@@ -250,7 +263,7 @@ def busy_error(exc: sqlite3.OperationalError) -> Exception:
     return exc
 
 
-def _create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
+def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
     with transaction(conn):
         if not force and conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
             return  # another process won the race
@@ -321,7 +334,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-def _row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:
+def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:
     searchable = memory.body
     cjk_source = " ".join([memory.body, *memory.tags, *memory.aliases])
     values = {
@@ -353,7 +366,7 @@ def _row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[o
         "created_at": parse_time(memory.created_at) or 0.0,
         "updated_at": parse_time(memory.updated_at) or 0.0,
     }
-    return tuple(values[c] for c in _UPSERT_COLUMNS)
+    return tuple(values[c] for c in UPSERT_COLUMNS)
 
 
 def split_tags(text: str) -> list[str]:
@@ -376,29 +389,29 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
     for memory, folder in written:
         assert memory.path is not None
         st = os.lstat(memory.path)
-        sig = _sig(st)
-        rows.append(_row_values(memory, folder, memory.path, sig))
+        sig = stat_sig(st)
+        rows.append(row_values(memory, folder, memory.path, sig))
         key = str(memory.path.parent)
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] += _entry_crc(memory.path.name, sig, st.st_mode)
-        old = conn.execute(f"SELECT {_SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
+        delta[0] += entry_crc(memory.path.name, sig, st.st_mode)
+        old = conn.execute(f"SELECT {SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
         if old is not None:  # rewritten in place by tmp+rename: same mode as before
-            delta[0] -= _entry_crc(memory.path.name, tuple(old), st.st_mode)
+            delta[0] -= entry_crc(memory.path.name, tuple(old), st.st_mode)
         elif conn.execute("SELECT 1 FROM quarantine WHERE file_path = ?", (str(memory.path),)).fetchone():
             unknown.add(key)
         else:
             delta[1] += 1
     for path in removed:
         key = str(path.parent)
-        old = conn.execute(f"SELECT {_SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(path),)).fetchone()
+        old = conn.execute(f"SELECT {SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(path),)).fetchone()
         if old is None:
             unknown.add(key)
             continue
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] -= _entry_crc(path.name, tuple(old), _FILE_MODE)
+        delta[0] -= entry_crc(path.name, tuple(old), FILE_MODE)
         delta[1] -= 1
     with transaction(conn):
-        conn.executemany(_UPSERT_SQL, rows)
+        conn.executemany(UPSERT_SQL, rows)
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(str(m.path),) for m, _ in written])
         conn.executemany("DELETE FROM memories WHERE file_path = ?", [(str(p),) for p in removed])
         for key, (checksum, count) in deltas.items():
@@ -407,192 +420,14 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
                 continue
             state = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
             if state is not None:
-                _store_fingerprint(conn, key, ((state[0] + checksum) & 0x7FFFFFFFFFFFFFFF, state[1] + count))
+                store_fingerprint(conn, key, ((state[0] + checksum) & 0x7FFFFFFFFFFFFFFF, state[1] + count))
 
 
 def remove_path(conn: sqlite3.Connection, path: Path) -> None:
     apply_changes(conn, [], [path])
 
 
-def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
-    """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``."""
-    found: dict[str, Sig] = {}
-    odd: dict[str, str] = {}
-    try:
-        entries = os.scandir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return found, odd
-    with entries:
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or name.startswith("."):
-                continue
-            try:
-                if entry.is_symlink():
-                    odd[entry.path] = "symlink not followed (memory files must be regular files)"
-                    continue
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not entry.is_file(follow_symlinks=False):
-                odd[entry.path] = "not a regular file"
-                continue
-            found[entry.path] = _sig(st)
-    return found, odd
-
-
-def reconcile(
-    conn: sqlite3.Connection,
-    folders: Iterable[Folder],
-    kind: str = "request",
-    warn: Warn = warn_stderr,
-    progress: Callable[[int, int], None] | None = None,
-) -> SyncStats:
-    """Bring the index in line with the files of ``folders``; cheap when nothing changed."""
-    total = SyncStats()
-    for folder in folders:
-        total.merge(_reconcile_folder(conn, folder, kind, warn, progress))
-    return total
-
-
-_FILE_MODE = 0o100644  # a removed file's mode is not recorded; a wrong guess only costs a re-scan
-
-
-def _sig(st: os.stat_result) -> Sig:
-    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-
-
-def _entry_crc(name: str, sig: tuple[int, ...], mode: int) -> int:
-    mtime_ns, size, ctime_ns, ino = sig
-    return zlib.crc32(
-        b"%s\0%d\0%d\0%d\0%d\0%d" % (name.encode("utf-8", "surrogateescape"), mtime_ns, size, ctime_ns, ino, mode)
-    )
-
-
-def fingerprint(folder: Path) -> tuple[int, int]:
-    """An order-independent checksum of every ``*.md`` entry's name, mtime, size, ctime,
-    inode and mode: equal to the stored one means nothing in the folder changed, so the
-    index rows need not be read (the warm path of every read). ctime and inode are what an
-    in-place rewrite cannot hide: ``touch -r`` restores mtime, but any write or chmod moves
-    ctime, and a rename-over brings a new inode (docs/protocol.md, Consistency)."""
-    try:
-        names = os.listdir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return 0, 0
-    base = f"{folder}{os.sep}"
-    total = 0
-    count = 0
-    lstat = os.lstat
-    temps = []
-    for name in names:
-        if not name.endswith(".md") or name.startswith("."):
-            if name.endswith(".tmp") and name.startswith("."):
-                temps.append(name)
-            continue
-        try:
-            st = lstat(base + name)
-        except OSError:
-            continue
-        total += _entry_crc(name, (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino), st.st_mode)
-        count += 1
-    if temps:
-        sweep_temp_files(folder, temps)
-    return total & 0x7FFFFFFFFFFFFFFF, count
-
-
-def _reconcile_folder(
-    conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None
-) -> SyncStats:
-    stats = SyncStats()
-    key = str(folder.path)
-    seen = fingerprint(folder.path)
-    stored = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
-    if stored is not None and (stored[0], stored[1]) == seen:
-        stats.scanned = seen[1]
-        if kind != "request":
-            _log_sync(conn, key, kind, stats)
-        return stats
-    # Rows first, then the scan: a file another process writes and indexes in between is
-    # then "new" (re-read, harmless), never "gone" (its row deleted).
-    plain = conn.cursor()
-    plain.row_factory = None  # plain tuples: this runs on every read
-    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {_SIG_COLUMNS} FROM memories WHERE dir = ?", (key,))}
-    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {_SIG_COLUMNS} FROM quarantine WHERE dir = ?", (key,))}
-    plain.close()
-    on_disk, odd = _scan(folder.path)
-    stats.scanned = len(on_disk)
-    changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
-    removed = [p for p in known if p not in on_disk]
-    new_odd = {p: reason for p, reason in odd.items() if p not in held}
-    released = [p for p in held if p not in on_disk and p not in odd]
-    if not (changed or removed or new_odd or released):
-        with transaction(conn):
-            _store_fingerprint(conn, key, seen)
-            if kind != "request":  # explicit syncs (cli, submit, pull) are recorded even when idle (D31)
-                _write_sync_row(conn, key, kind, stats, time.time())
-        return stats
-    rows: list[tuple[object, ...]] = []
-    bad: list[tuple[str, Sig, str]] = []
-    show = progress if progress is not None and len(changed) >= PROGRESS_THRESHOLD else None
-    for i, path_text in enumerate(changed):
-        if show is not None:
-            show(i + 1, len(changed))
-        path = Path(path_text)
-        sig = on_disk[path_text]
-        try:
-            memory = read_memory(path, folder.scope_key)
-        except FileNotFoundError:
-            # deleted since the scan (a concurrent forget or submit): not a broken file;
-            # its row goes now, and the stored fingerprint differs so the next read re-scans
-            stats.scanned -= 1
-            if path_text in known:
-                removed.append(path_text)
-            continue
-        except MemoryFileError as exc:
-            bad.append((path_text, sig, str(exc)))
-            continue
-        except OSError as exc:
-            bad.append((path_text, sig, f"cannot read: {exc.strerror}"))
-            continue
-        except Exception as exc:  # never let one file take the whole store down
-            bad.append((path_text, sig, f"unreadable ({type(exc).__name__}: {exc})"))
-            continue
-        if path_text in known:
-            stats.updated += 1
-        else:
-            stats.added += 1
-        rows.append(_row_values(memory, folder, path, sig))
-    for path_text, reason in new_odd.items():
-        bad.append((path_text, (0, 0, 0, 0), reason))
-    stats.removed = len(removed)
-    now = time.time()
-    with transaction(conn):
-        conn.executemany(_UPSERT_SQL, rows)
-        conn.executemany("DELETE FROM memories WHERE file_path = ?", [(p,) for p in removed])
-        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(p,) for p in released])
-        for path_text, sig, reason in bad:
-            conn.execute("DELETE FROM memories WHERE file_path = ?", (path_text,))
-            conn.execute(
-                "INSERT INTO quarantine(file_path, dir, mtime_ns, size, ctime_ns, ino, reason, seen_at) "
-                "VALUES (?,?,?,?,?,?,?,?) "
-                "ON CONFLICT(file_path) DO UPDATE SET mtime_ns=excluded.mtime_ns, size=excluded.size, "
-                "ctime_ns=excluded.ctime_ns, ino=excluded.ino, reason=excluded.reason, seen_at=excluded.seen_at",
-                (path_text, key, *sig, reason, now),
-            )
-        good_paths = [(r[3],) for r in rows]
-        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
-        if stats.changed or bad or kind != "request":
-            _write_sync_row(conn, key, kind, stats, now)
-        _store_fingerprint(conn, key, seen)
-    if len(rows) + len(removed) > 1000 and not conn.in_transaction:
-        _checkpoint(conn)
-    for path_text, _, reason in bad:
-        stats.quarantined.append((Path(path_text), reason))
-        warn(f"skipped {path_text}: {reason}")
-    return stats
-
-
-def _write_sync_row(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats, now: float) -> None:
+def write_sync_row(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats, now: float) -> None:
     conn.execute(
         "INSERT INTO sync_log(dir, at, kind, added, updated, removed, scanned) VALUES (?,?,?,?,?,?,?) "
         "ON CONFLICT(dir) DO UPDATE SET at=excluded.at, kind=excluded.kind, added=excluded.added, "
@@ -601,39 +436,13 @@ def _write_sync_row(conn: sqlite3.Connection, key: str, kind: str, stats: SyncSt
     )
 
 
-def _store_fingerprint(conn: sqlite3.Connection, key: str, seen: tuple[int, int]) -> None:
+def store_fingerprint(conn: sqlite3.Connection, key: str, seen: tuple[int, int]) -> None:
     """Taken before the scan: if anything changed since, the next read re-scans (safe side)."""
     conn.execute(
         "INSERT INTO folder_state(dir, checksum, count) VALUES (?,?,?) "
         "ON CONFLICT(dir) DO UPDATE SET checksum=excluded.checksum, count=excluded.count",
         (key, seen[0], seen[1]),
     )
-
-
-def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:
-    with transaction(conn):
-        _write_sync_row(conn, key, kind, stats, time.time())
-
-
-def rebuild(
-    conn: sqlite3.Connection, folders: Iterable[Folder], warn: Warn = warn_stderr,
-    progress: Callable[[int, int], None] | None = None,
-) -> SyncStats:  # fmt: skip
-    """Drop every row and re-read every file (``reindex``), in ONE transaction: until it
-    commits, other processes keep reading the old, complete index — never an empty one
-    that would make a search miss, or a writer's duplicate check save the same text twice
-    (issue 6). Writers wait for it (busy timeout) and are told to retry if it runs long."""
-    folder_list = list(folders)
-    with transaction(conn):
-        _create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS trigger deletes
-        stats = reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
-    _checkpoint(conn)
-    return stats
-
-
-def _checkpoint(conn: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def quarantined(conn: sqlite3.Connection) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import store
+from . import freshness, store
 from .context import Context
 from .errors import LifecycleError, UsageError
 from .ids import now_rfc3339
@@ -88,7 +88,7 @@ def set_status(ctx: Context, memory_id: str, status: str) -> StatusChange:
             memory.status = status
             memory.updated_at = now_rfc3339()
             store.save(memory, folder.path)
-            ctx.record([(memory, folder)])
+            freshness.record(ctx, [(memory, folder)])
     return StatusChange(memory, old, status, folder.location == "repo")
 
 
@@ -121,15 +121,15 @@ def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
                 memory.superseded_by = None
                 memory.updated_at = now_rfc3339()
                 store.save(memory, folder.path)
-                ctx.record([(memory, folder)])
+                freshness.record(ctx, [(memory, folder)])
             return Forgotten(memory.id, memory.path, True, in_repo, already, relinked)
         if prev is not None and nxt is not None:
             relinked = _close_chain(ctx, memory, prev, nxt, removing=True)  # neighbours first
             store.delete(memory.path)
-            ctx.record([], [memory.path])
+            freshness.record(ctx, [], [memory.path])
         else:
             store.delete(memory.path)  # first, so a crash in between never re-links it
-            ctx.record([], [memory.path])
+            freshness.record(ctx, [], [memory.path])
             relinked = _close_chain(ctx, memory, prev, nxt, removing=True)
         return Forgotten(memory.id, memory.path, False, in_repo, relinked=relinked)
 
@@ -181,7 +181,7 @@ def _close_chain(ctx: Context, memory: Memory, prev: Neighbour | None, nxt: Neig
     for item, folder in changed:
         store.save(item, folder.path)
     if changed:
-        ctx.record(changed)
+        freshness.record(ctx, changed)
     return [m.id for m, _ in changed]
 
 

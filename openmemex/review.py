@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from . import store
+from . import freshness, store
 from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .gitinfo import config_value
@@ -95,7 +95,7 @@ def _promote_locked(ctx: Context, memory_id: str, *, reject: bool, resubmit: boo
         note = clean(ctx, note).text  # review notes travel with the file: same redaction (D14)
     apply_transition(memory, new, who, note)
     store.save(memory, folder.path)
-    ctx.record([(memory, folder)])
+    freshness.record(ctx, [(memory, folder)])
     return Transition(memory, old, new, folder.location == "repo")
 
 
@@ -168,5 +168,5 @@ def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: s
             raise
         written.append((copy, folder))
         out.append(Proposal(source.id, copy))
-    ctx.record(written)
+    freshness.record(ctx, written)
     return out

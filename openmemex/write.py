@@ -177,7 +177,7 @@ def _add_locked(
         updated_at=stamp,
     )
     path = store.save(memory, folder.path)
-    ctx.record([(memory, folder)])
+    freshness.record(ctx, [(memory, folder)])
     return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
 
 
@@ -307,5 +307,5 @@ def _supersede_locked(
         except MemexError as exc:
             ctx.warn(f"could not roll back {path.name}: {exc}")
         raise
-    ctx.record([(new, folder), (old, folder)])
+    freshness.record(ctx, [(new, folder), (old, folder)])
     return WriteResult("saved", new.id, new.scope, new.scope_key, str(path), masked, private, memory=new, replaced=old.id)

@@ -146,13 +146,12 @@ def test_reconcile_keeps_rows_of_files_written_during_its_scan(monkeypatch) -> N
     """Interleaving of two processes, made deterministic: reader A stat-scans the folder,
     then writer B saves a file and indexes it, then A compares its scan with the index.
     A must not delete B's fresh row (B's file simply was not there when A looked)."""
-    from openmemex import index
     from openmemex.write import add_memory
 
     with Context.load() as ctx:
         add_memory(ctx, "zebracorn baseline memory", scope="personal")
 
-    real_scan = index._scan
+    real_scan = freshness._scan
     written: list[str] = []
 
     def scan_then_concurrent_write(folder: Path):  # type: ignore[no-untyped-def]
@@ -167,10 +166,10 @@ def test_reconcile_keeps_rows_of_files_written_during_its_scan(monkeypatch) -> N
 
     with Context.load() as ctx:  # as if another process changed the folder: no warm path
         ctx.conn.execute("DELETE FROM folder_state")
-    monkeypatch.setattr(index, "_scan", scan_then_concurrent_write)
+    monkeypatch.setattr(freshness, "_scan", scan_then_concurrent_write)
     with Context.load() as reader:
         freshness.sync(reader, "personal")
-    monkeypatch.setattr(index, "_scan", real_scan)
+    monkeypatch.setattr(freshness, "_scan", real_scan)
     new_id = written[0]
 
     with Context.load() as ctx:

@@ -18,6 +18,7 @@ import pytest
 
 from openmemex import freshness, index, paths
 from openmemex.context import Context
+from openmemex.fingerprint import folder_checksum
 from openmemex.ids import new_ulid
 from tests import helpers
 from tests.helpers import write_example
@@ -462,7 +463,6 @@ def test_status_change_keeps_unknown_fields_and_comments(cli) -> None:  # type: 
 
 def test_own_writes_keep_the_folder_fingerprint_current(cli: Any, data_root: Path) -> None:
     """After add/forget the next read takes the warm path; a hand edit is still seen."""
-    from openmemex import index
     from openmemex.context import Context
 
     first = cli("add", "fingerprint one", "--scope", "personal")
@@ -470,12 +470,12 @@ def test_own_writes_keep_the_folder_fingerprint_current(cli: Any, data_root: Pat
     with Context.load() as ctx:
         folder = ctx.folders("personal")[0]
         stored = ctx.conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (str(folder.path),)).fetchone()
-        assert (stored[0], stored[1]) == index.fingerprint(folder.path)
+        assert (stored[0], stored[1]) == folder_checksum(folder.path)
     memory_id = first.out.split()[1]
     assert cli("forget", memory_id).rc == 0
     with Context.load() as ctx:
         stored = ctx.conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (str(folder.path),)).fetchone()
-        assert (stored[0], stored[1]) == index.fingerprint(folder.path)
+        assert (stored[0], stored[1]) == folder_checksum(folder.path)
     path = next(folder.path.glob("*.md"))
     path.write_text(path.read_text().replace("fingerprint two", "fingerprint edited by hand"))
     assert "edited by hand" in cli("search", "fingerprint").out

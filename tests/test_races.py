@@ -14,6 +14,7 @@ from pathlib import Path
 
 from openmemex import freshness
 from openmemex.context import Context
+from openmemex.fingerprint import Sig
 from openmemex.locks import lock_path
 from openmemex.memfile import read_memory
 from openmemex.store import memory_files
@@ -153,14 +154,14 @@ def test_file_forgotten_mid_scan_is_dropped_silently(data_root: Path, monkeypatc
     gone = "01K6AB3XZQ7WVD9J1M2N4P5Q7S"
     (folder / f"{keep}.md").write_text(personal_text(keep, "kept"))
     (folder / f"{gone}.md").write_text(personal_text(gone, "about to be forgotten"))
-    real_scan = index._scan
+    real_scan = freshness._scan
 
-    def scan_then_delete(path: Path) -> tuple[dict[str, index.Sig], dict[str, str]]:
+    def scan_then_delete(path: Path) -> tuple[dict[str, Sig], dict[str, str]]:
         found = real_scan(path)
         (folder / f"{gone}.md").unlink(missing_ok=True)  # another process forgets it now
         return found
 
-    monkeypatch.setattr(index, "_scan", scan_then_delete)
+    monkeypatch.setattr(freshness, "_scan", scan_then_delete)
     warnings: list[str] = []
     with Context.load(warn=warnings.append) as ctx:
         freshness.sync(ctx, "personal")
@@ -179,7 +180,6 @@ def test_reindex_never_shows_an_empty_index(data_root: Path, monkeypatch: object
 
     import pytest
 
-    from openmemex import index
     from openmemex.search import search
     from openmemex.write import add_memory
 
@@ -188,7 +188,7 @@ def test_reindex_never_shows_an_empty_index(data_root: Path, monkeypatch: object
         for i in range(60):
             add_memory(ctx, f"fact {i} about the lighthouse keeper schedule", scope="personal")
         known = add_memory(ctx, "the harbour gate closes at dusk", scope="personal").id
-    real_read = index.read_memory
+    real_read = freshness.read_memory
 
     reread_here: list[Path] = []
     main = threading.get_ident()
@@ -199,12 +199,12 @@ def test_reindex_never_shows_an_empty_index(data_root: Path, monkeypatch: object
         time.sleep(0.01)
         return real_read(path, key)
 
-    monkeypatch.setattr(index, "read_memory", slow_read)
+    monkeypatch.setattr(freshness, "read_memory", slow_read)
     done = threading.Event()
 
     def rebuild() -> None:
         with Context.load() as ctx:
-            index.rebuild(ctx.conn, ctx.folders("all"), warn=ctx.warn)
+            freshness.rebuild(ctx.conn, ctx.folders("all"), warn=ctx.warn)
         done.set()
 
     worker = threading.Thread(target=rebuild)

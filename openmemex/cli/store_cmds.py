@@ -73,12 +73,12 @@ def reindex(*, scope: str = "all", json: Flag = False) -> int:
     json
         Print one JSON document.
     """
-    from .. import index
+    from .. import freshness
     from ..context import Context
     from .progress import Progress
 
     with Context.load(warn=warn) as ctx, Progress("reindex") as bar:
-        stats = index.rebuild(ctx.conn, ctx.folders(scope), warn=ctx.warn, progress=bar.update)
+        stats = freshness.rebuild(ctx.conn, ctx.folders(scope), warn=ctx.warn, progress=bar.update)
     if json:
         emit_json({"added": stats.added, "scanned": stats.scanned,
                    "quarantined": [{"path": str(path), "reason": reason} for path, reason in stats.quarantined]})  # fmt: skip

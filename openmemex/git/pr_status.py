@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .. import freshness
 from ..errors import MemexError
 from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
 
@@ -535,4 +536,4 @@ def _apply_locked(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -
         for step in outcome.steps:
             apply_transition(memory, step.to, step.by, step.note)
         store.save(memory, folder.path)
-        ctx.record([(memory, folder)])
+        freshness.record(ctx, [(memory, folder)])

@@ -181,7 +181,7 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
     for path in leftovers:
         store.delete(path)
         gone.append(path)
-    ctx.record([(memory, repo_folder) for memory in plan], gone)
+    freshness.record(ctx, [(memory, repo_folder) for memory in plan], gone)
     return report
 
 
