@@ -13,6 +13,8 @@ from pathlib import Path
 from . import freshness, index, paths
 from .context import Context
 from .errors import MemexError
+from .index import placeholders
+from .lifecycle import stranded_sql
 
 
 @dataclass
@@ -54,8 +56,9 @@ def run_checks(ctx: Context) -> list[Check]:
     bad = index.quarantined(conn)
     checks.append(Check("memory files", not bad, "all readable" if not bad else
                         f"{len(bad)} skipped: " + "; ".join(f"{p}: {r}" for p, r in bad[:5])))  # fmt: skip
-    checks.append(_duplicate_ids(conn))
-    checks.append(_chains(conn))
+    dirs = [str(f.path) for f in ctx.folders("all")]
+    checks.append(_duplicate_ids(conn, dirs))
+    checks.append(_chains(conn, dirs))
     git = shutil.which("git")
     transport = ctx.config.values.get("sync", {}).get("transport", "auto")
     checks.append(Check("git", git is not None or transport == "pygit2",
@@ -72,10 +75,13 @@ def run_checks(ctx: Context) -> list[Check]:
     return checks
 
 
-def _duplicate_ids(conn: sqlite3.Connection) -> Check:
-    """One id in several files: every command names the copy it acts on; this lists them."""
+def _duplicate_ids(conn: sqlite3.Connection, dirs: list[str]) -> Check:
+    """One id in several files: every command names the copy it acts on; this lists them.
+    Only the folders just synced count (another work tree's rows may be stale)."""
     rows = conn.execute(
-        "SELECT id, GROUP_CONCAT(file_path, ' | ') FROM memories GROUP BY id HAVING COUNT(*) > 1 ORDER BY id"
+        f"SELECT id, GROUP_CONCAT(file_path, ' | ') FROM memories WHERE dir IN ({placeholders(dirs)}) "
+        "GROUP BY id HAVING COUNT(*) > 1 ORDER BY id",
+        dirs,
     ).fetchall()
     if not rows:
         return Check("duplicate ids", True, "every id is in one file")
@@ -85,18 +91,20 @@ def _duplicate_ids(conn: sqlite3.Connection) -> Check:
                  "keep one copy (delete the other file, or `open-memex forget ID` acts on the first listed)")  # fmt: skip
 
 
-def _chains(conn: sqlite3.Connection) -> Check:
+def _chains(conn: sqlite3.Connection, dirs: list[str]) -> Check:
     """Supersede pointers that lead nowhere, and memories replaced twice (a fork)."""
     problems: list[str] = []
     for memory_id, target in conn.execute(
-        "SELECT m.id, m.superseded_by FROM memories m WHERE m.status = 'superseded' AND (m.superseded_by IS NULL "
-        "OR NOT EXISTS (SELECT 1 FROM memories s WHERE s.id = m.superseded_by)) ORDER BY m.id"
+        f"SELECT m.id, m.superseded_by FROM memories m WHERE {stranded_sql('m')} AND m.dir IN ({placeholders(dirs)}) "
+        "ORDER BY m.id",
+        dirs,
     ):
         gone = f"its replacement {target} is missing" if target else "it names no replacement"
         problems.append(f"{memory_id} is superseded but {gone} (fix: open-memex status {memory_id} active)")
     for memory_id, count in conn.execute(
-        "SELECT supersedes, COUNT(DISTINCT id) FROM memories WHERE supersedes IS NOT NULL "
-        "GROUP BY supersedes HAVING COUNT(DISTINCT id) > 1 ORDER BY supersedes"
+        f"SELECT supersedes, COUNT(DISTINCT id) FROM memories WHERE supersedes IS NOT NULL AND dir IN ({placeholders(dirs)}) "
+        "GROUP BY supersedes HAVING COUNT(DISTINCT id) > 1 ORDER BY supersedes",
+        dirs,
     ):
         problems.append(f"{memory_id} is replaced by {count} memories (fix: forget all but one replacement)")
     if not problems:

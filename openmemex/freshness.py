@@ -16,7 +16,7 @@ from . import index, store
 from .context import Context
 from .errors import MemexError, StoreBusyError
 from .fingerprint import SIG_COLUMNS, Sig, folder_checksum, stat_sig
-from .index import Folder, SyncStats, Warn, warn_stderr
+from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
@@ -228,10 +228,6 @@ def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Pat
         sync_folders(ctx, list(dirs.values()))
 
 
-def _marks(items: list[str]) -> str:
-    return ",".join("?" for _ in items)
-
-
 def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     """Make one-sided supersede pointers two-sided (design §3.3). Files in our own data
     root are fixed on disk; in-repo files are fixed in the index only and reported, so a
@@ -241,7 +237,7 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     many pointers were healed."""
     conn = ctx.conn
     dirs = [str(f.path) for f in folders]
-    marks = _marks(dirs)
+    marks = placeholders(dirs)
     forward = conn.execute(
         f"SELECT old.id AS old_id, old.file_path AS old_path, new.file_path AS path, new.location AS location "
         f"FROM memories old INDEXED BY memories_superseded_by CROSS JOIN memories new ON new.id = old.superseded_by "

@@ -369,6 +369,11 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
     return tuple(values[c] for c in UPSERT_COLUMNS)
 
 
+def placeholders(items: list[str]) -> str:
+    """``?,?,?`` for an ``IN (…)`` of ``items`` (always bound, never spliced)."""
+    return ",".join("?" for _ in items)
+
+
 def split_tags(text: str) -> list[str]:
     """Tags and aliases are stored comma-joined in the index (one FTS column each)."""
     return [t.strip() for t in text.split(",") if t.strip()]

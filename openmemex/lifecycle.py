@@ -21,14 +21,10 @@ from . import freshness, store
 from .context import Context
 from .errors import LifecycleError, UsageError
 from .ids import now_rfc3339
-from .index import Folder
+from .index import Folder, placeholders
 from .lookup import locate, rows_for
 from .memfile import MemoryFileError, read_memory
 from .model import STATUSES, Memory
-
-
-def _marks(items: list[str]) -> str:
-    return ",".join("?" for _ in items)
 
 
 def key_folders(ctx: Context, key: str) -> list[Folder]:
@@ -38,22 +34,29 @@ def key_folders(ctx: Context, key: str) -> list[Folder]:
     return [ctx.folder_for_key(key)]
 
 
-def successor_missing(ctx: Context, memory: Memory, folders: list[Folder]) -> bool:
-    """A superseded memory whose replacement is not in ``folders``: the head of what is left."""
-    if memory.status != "superseded":
-        return False
-    if not memory.superseded_by:
-        return True
-    return not rows_for(ctx.conn, memory.superseded_by, folders)
-
-
-def stranded_sql(alias: str, dirs: list[str]) -> tuple[str, list[str]]:
-    """SQL (and params) true for a superseded row whose successor is missing from ``dirs``."""
+def stranded_sql(alias: str) -> str:
+    """SQL true for a superseded row whose successor no file anywhere holds — not in any
+    folder the index has seen, not even as an unreadable (quarantined) file. Only then is
+    it the head of what is left. A successor that merely lives outside the folders being
+    searched (the repo dir, seen from outside the repo) keeps it superseded: acting on it
+    there would fork the chain (docs/protocol.md, Consistency)."""
     return (
-        f"({alias}.status = 'superseded' AND ({alias}.superseded_by IS NULL OR NOT EXISTS "
-        f"(SELECT 1 FROM memories s WHERE s.id = {alias}.superseded_by AND s.dir IN ({_marks(dirs)}))))",
-        list(dirs),
+        f"({alias}.status = 'superseded' AND ({alias}.superseded_by IS NULL OR ("
+        f"NOT EXISTS (SELECT 1 FROM memories s WHERE s.id = {alias}.superseded_by) AND "
+        f"NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.file_path LIKE '%' || {alias}.superseded_by || '.md'))))"
     )
+
+
+def successor_missing(conn: sqlite3.Connection, memory: Memory) -> bool:
+    """``stranded_sql`` for one memory read from its file (the one rule every command uses)."""
+    return memory.status == "superseded" and replacement_missing(conn, memory.superseded_by)
+
+
+def replacement_missing(conn: sqlite3.Connection, superseded_by: str | None) -> bool:
+    row = conn.execute(
+        f"SELECT {stranded_sql('m')} FROM (SELECT 'superseded' AS status, ? AS superseded_by) m", (superseded_by,)
+    ).fetchone()
+    return bool(row[0])
 
 
 @dataclass
@@ -73,7 +76,7 @@ def set_status(ctx: Context, memory_id: str, status: str) -> StatusChange:
     with ctx.lock(first.scope_key or ""):
         memory, folder = locate(ctx, memory_id)
         old = memory.status
-        if old == "superseded" and not successor_missing(ctx, memory, key_folders(ctx, memory.scope_key)):
+        if old == "superseded" and not successor_missing(ctx.conn, memory):
             raise LifecycleError(
                 f"{memory.id} is superseded by {memory.superseded_by} (chain-managed); supersede the newest version instead"
             )
@@ -191,7 +194,7 @@ def newest_in_chain(conn: sqlite3.Connection, rows_by_id: dict[str, sqlite3.Row]
     at the last memory that exists, so a broken chain never hides knowledge."""
     current = start
     seen = {start["id"]}
-    marks = _marks(dirs)
+    marks = placeholders(dirs)
     while current["status"] == "superseded" and current["superseded_by"]:
         nxt_id = current["superseded_by"]
         if nxt_id in seen:

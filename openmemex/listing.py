@@ -127,9 +127,7 @@ def _query(
         params.append(type)
     if include == "active":
         # a superseded memory whose successor is gone is the head of what is left (lifecycle)
-        stranded, extra = stranded_sql("memories", dirs)
-        where += f" AND (status IN ('active', 'deprecated') OR {stranded})"
-        params.extend(extra)
+        where += f" AND (status IN ('active', 'deprecated') OR {stranded_sql('memories')})"
     total = conn.execute(f"SELECT COUNT(DISTINCT id) FROM memories WHERE {where}", params).fetchone()[0]
     rows = conn.execute(
         f"SELECT * FROM memories WHERE {where} ORDER BY updated_at DESC, id DESC LIMIT ?", [*params, limit * 2]

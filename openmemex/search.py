@@ -9,7 +9,7 @@ from . import freshness
 from .context import Context
 from .errors import UsageError
 from .index import split_tags
-from .lifecycle import newest_in_chain
+from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, normalize_ws
 
@@ -135,6 +135,8 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
                 result.hidden_superseded += 1
             if target["status"] in HIDDEN_STATUSES:
                 continue
+            if target["status"] == "superseded" and not replacement_missing(ctx.conn, target["superseded_by"]):
+                continue  # its replacement lives outside this scope (e.g. the repo, seen from outside)
             if type is not None and target["type"] != type:
                 continue
         if target["id"] in seen:

@@ -12,7 +12,7 @@ from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
 from .index import Folder
-from .lifecycle import key_folders, successor_missing
+from .lifecycle import successor_missing
 from .lookup import locate
 from .model import (
     IMPORTANCE,
@@ -258,7 +258,7 @@ def _supersede_locked(
     aliases: list[str] | None, source: str,
 ) -> WriteResult:  # fmt: skip
     old, folder = locate(ctx, memory_id)
-    if old.status == "superseded" and not successor_missing(ctx, old, key_folders(ctx, old.scope_key)):
+    if old.status == "superseded" and not successor_missing(ctx.conn, old):
         raise LifecycleError(
             f"{old.id} is already superseded by {old.superseded_by}; supersede the newest version instead"
         )

@@ -339,3 +339,26 @@ def test_read_only_index_is_one_line(cli, data_root: Path, monkeypatch: pytest.M
         assert len(result.err.strip().splitlines()) == 1
     assert not (data_root / "logs" / "crash.log").exists()
     assert "read-only" in cli("search", "read-only", "--json").out  # the file landed; the index catches up
+
+
+def test_replacement_outside_the_searched_folders_never_forks(cli, git_repo: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A's replacement B was submitted into the repo; seen from outside the repo, A must stay
+    superseded (acting on it there forked the chain), and a broken B file keeps it so too."""
+    old = json.loads(cli("add", "delta port is 8080", "--json").out)["id"]
+    new = json.loads(cli("supersede", old, "delta port is 9090", "--json").out)["id"]
+    assert cli("submit", new).rc == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    listed = json.loads(cli("list", "--scope", "all", "--json").out)
+    assert old not in [m["id"] for s in listed["sections"] for m in s["memories"]]
+    assert old not in [h["id"] for h in json.loads(cli("search", "delta port", "--scope", "all", "--json").out)["hits"]]
+    refused = cli("supersede", old, "delta port is 7070")
+    assert refused.rc == 1 and f"{old} is already superseded by {new}" in refused.err
+    assert "chain-managed" in cli("status", old, "deprecated").err
+    monkeypatch.chdir(git_repo)
+    (git_repo / ".ai" / "open-memex" / f"{new}.md").write_text("---\nid: [broken\n---\n")  # a teammate's bad edit
+    assert "already superseded" in cli("supersede", old, "delta port is 6060").err
+    doctor = json.loads(cli("doctor", "--json").out)
+    assert next(c for c in doctor["checks"] if c["name"] == "supersede chains")["ok"]
