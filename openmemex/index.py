@@ -162,16 +162,25 @@ class SyncStats:
         return f"+{self.added} ~{self.updated} -{self.removed} (scanned {self.scanned})"
 
 
+INDEX_LOCK = ".index"  # serialises creating the index and moving a damaged one aside
+
+
 def connect(db_path: Path, warn: Warn = warn_stderr) -> sqlite3.Connection:
     """Open (creating or rebuilding on a schema change) with WAL and a 5 s busy timeout.
     A file that is not a database is moved aside and rebuilt: the index is only a cache."""
-    try:
+    from .locks import scope_lock
+
+    # Serialised across processes: switching a new file to WAL and creating the schema
+    # need SQLite's exclusive lock, and that race answers "database is locked" at once,
+    # without waiting for the busy timeout (seen with four writers starting together).
+    with scope_lock(db_path.parent, [INDEX_LOCK]):
+        try:
+            return _connect(db_path)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+        move_aside(db_path, warn)
         return _connect(db_path)
-    except sqlite3.DatabaseError as exc:
-        if not is_corrupt(exc):
-            raise
-    move_aside(db_path, warn)
-    return _connect(db_path)
 
 
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (and their extended codes)
@@ -205,9 +214,6 @@ def move_aside(db_path: Path, warn: Warn = warn_stderr) -> None:
     for stale in old[:-KEEP_DAMAGED]:
         stale.unlink(missing_ok=True)
     warn(f"the index {db_path} was damaged ({aside.name} kept); rebuilding it from the memory files")
-
-
-INDEX_LOCK = ".index"  # serialises moving a damaged index aside
 
 
 def recover(db_path: Path, opened_ino: int | None, warn: Warn = warn_stderr) -> None:

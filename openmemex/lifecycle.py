@@ -13,16 +13,17 @@ Chain rules, the same for every command (docs/protocol.md, Consistency):
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import freshness, store
 from .context import Context
-from .errors import LifecycleError, UsageError
+from .errors import LifecycleError, MemexError, UsageError
 from .ids import now_rfc3339
 from .index import Folder, placeholders
-from .lookup import locate, rows_for
+from .lookup import locked, rows_for
 from .memfile import MemoryFileError, read_memory
 from .model import STATUSES, Memory
 
@@ -72,9 +73,7 @@ def set_status(ctx: Context, memory_id: str, status: str) -> StatusChange:
         raise UsageError(f"unknown status {status!r} — use one of: active, deprecated, retracted, archived")
     if status == "superseded":
         raise LifecycleError("status 'superseded' is chain-managed — use `open-memex supersede ID TEXT`")
-    _, first = locate(ctx, memory_id)
-    with ctx.lock(first.scope_key or ""):
-        memory, folder = locate(ctx, memory_id)
+    with locked(ctx, memory_id) as (memory, folder):
         old = memory.status
         if old == "superseded" and not successor_missing(ctx.conn, memory):
             raise LifecycleError(
@@ -107,34 +106,57 @@ class Forgotten:
 
 def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
     """Hard delete (file first, then the row), or ``soft``: a one-way retraction (D68).
-    Either way the memory leaves its supersede chain (module docstring)."""
-    _, first = locate(ctx, memory_id)
-    with ctx.lock(first.scope_key or ""):
-        memory, folder = locate(ctx, memory_id)
+    Either way the memory leaves its supersede chain (module docstring). Several files
+    change; if one of them cannot be written, the ones already changed are put back."""
+    with locked(ctx, memory_id) as (memory, folder):
         assert memory.path is not None
         in_repo = folder.location == "repo"
         prev, nxt = _neighbours(ctx, memory)
-        if soft:
-            already = memory.status == "retracted" and not (memory.supersedes or memory.superseded_by)
-            relinked: list[str] = []
-            if not already:
-                relinked = _close_chain(ctx, memory, prev, nxt, removing=False)
+        if soft and memory.status == "retracted" and not (memory.supersedes or memory.superseded_by):
+            return Forgotten(memory.id, memory.path, True, in_repo, already=True)
+        journal: list[tuple[Memory, Folder]] = []  # originals of every file changed so far
+        try:
+            if soft:
+                relinked = _close_chain(ctx, prev, nxt, journal)
+                original = copy.deepcopy(memory)
                 memory.status = "retracted"
                 memory.supersedes = None
                 memory.superseded_by = None
                 memory.updated_at = now_rfc3339()
                 store.save(memory, folder.path)
+                journal.append((original, folder))
                 freshness.record(ctx, [(memory, folder)])
-            return Forgotten(memory.id, memory.path, True, in_repo, already, relinked)
-        if prev is not None and nxt is not None:
-            relinked = _close_chain(ctx, memory, prev, nxt, removing=True)  # neighbours first
-            store.delete(memory.path)
-            freshness.record(ctx, [], [memory.path])
-        else:
-            store.delete(memory.path)  # first, so a crash in between never re-links it
-            freshness.record(ctx, [], [memory.path])
-            relinked = _close_chain(ctx, memory, prev, nxt, removing=True)
+                return Forgotten(memory.id, memory.path, True, in_repo, relinked=relinked)
+            if prev is not None and nxt is not None:
+                relinked = _close_chain(ctx, prev, nxt, journal)  # neighbours first: see the docstring
+                _delete(ctx, memory, folder, journal)
+            else:
+                _delete(ctx, memory, folder, journal)  # first, so a crash in between never re-links it
+                relinked = _close_chain(ctx, prev, nxt, journal)
+        except MemexError:
+            _roll_back(ctx, journal)
+            raise
         return Forgotten(memory.id, memory.path, False, in_repo, relinked=relinked)
+
+
+def _delete(ctx: Context, memory: Memory, folder: Folder, journal: list[tuple[Memory, Folder]]) -> None:
+    assert memory.path is not None
+    store.delete(memory.path)
+    journal.append((copy.deepcopy(memory), folder))
+    freshness.record(ctx, [], [memory.path])
+
+
+def _roll_back(ctx: Context, journal: list[tuple[Memory, Folder]]) -> None:
+    """Write back every file a failed multi-file change had already changed or deleted."""
+    restored: list[tuple[Memory, Folder]] = []
+    for original, folder in reversed(journal):
+        try:
+            store.save(original, folder.path)
+            restored.append((original, folder))
+        except MemexError as exc:
+            ctx.warn(f"could not restore {original.id} ({exc}); `open-memex doctor` shows what is left")
+    if restored:
+        freshness.record(ctx, restored)
 
 
 Neighbour = tuple[Memory, Folder]
@@ -164,25 +186,30 @@ def _neighbours(ctx: Context, memory: Memory) -> tuple[Neighbour | None, Neighbo
     return prev, nxt
 
 
-def _close_chain(ctx: Context, memory: Memory, prev: Neighbour | None, nxt: Neighbour | None,
-                 removing: bool) -> list[str]:  # fmt: skip
-    """Point ``prev`` and ``nxt`` at each other (or make ``prev`` the head again)."""
+def _close_chain(ctx: Context, prev: Neighbour | None, nxt: Neighbour | None,
+                 journal: list[tuple[Memory, Folder]]) -> list[str]:  # fmt: skip
+    """Point ``prev`` and ``nxt`` at each other (or make ``prev`` the head again); the
+    originals of the files it rewrites go to ``journal``, one by one, as they land."""
     stamp = now_rfc3339()
     changed: list[tuple[Memory, Folder]] = []
     if prev is not None:
         before, folder = prev
+        original = copy.deepcopy(before)
         before.superseded_by = nxt[0].id if nxt is not None else None
         if nxt is None and before.status == "superseded":
             before.status = "active"
         before.updated_at = stamp
         changed.append((before, folder))
+        store.save(before, folder.path)
+        journal.append((original, folder))
     if nxt is not None:
         after, folder = nxt
+        original = copy.deepcopy(after)
         after.supersedes = prev[0].id if prev is not None else None
         after.updated_at = stamp
         changed.append((after, folder))
-    for item, folder in changed:
-        store.save(item, folder.path)
+        store.save(after, folder.path)
+        journal.append((original, folder))
     if changed:
         freshness.record(ctx, changed)
     return [m.id for m, _ in changed]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import freshness
 from .context import Context
-from .errors import NotFoundError, UsageError
+from .errors import NotFoundError, StoreBusyError, UsageError
 from .index import Folder
 from .memfile import MemoryFileError, MemoryFileGone, read_memory
 from .model import Memory
@@ -82,3 +84,19 @@ def _quarantined(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]
         if Path(path).stem.upper().startswith(needle):
             return str(path), str(reason)
     return None
+
+
+@contextmanager
+def locked(ctx: Context, memory_id: str) -> Iterator[tuple[Memory, Folder]]:
+    """The memory, found again under its scope's write lock, so the caller decides on what
+    is on disk now (docs/protocol.md, Consistency). If it moved to another scope in between
+    (a concurrent ``migrate``), the lookup starts over under that scope's lock."""
+    for _ in range(3):
+        _, first = locate(ctx, memory_id)
+        key = first.scope_key or ""
+        with ctx.lock(key):
+            memory, folder = locate(ctx, memory_id)
+            if (folder.scope_key or "") == key:
+                yield memory, folder
+                return
+    raise StoreBusyError(f"memory {memory_id} keeps moving between scopes (a migrate is running?) — retry")

@@ -19,7 +19,7 @@ from .errors import LifecycleError, MemexError, UsageError
 from .gitinfo import config_value
 from .ids import new_ulid, now_rfc3339
 from .index import Folder
-from .lookup import locate
+from .lookup import locate, locked
 from .model import Memory
 
 LADDER = ("draft", "proposed", "approved", "published")
@@ -59,14 +59,12 @@ def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: boo
         raise UsageError("--reject and --resubmit cannot be combined")
     if reject and not (note and note.strip()):
         raise UsageError("a rejection needs a reason: add --note \"why\"")
-    _, first = locate(ctx, memory_id)
-    with ctx.lock(first.scope_key or ""):
-        return _promote_locked(ctx, memory_id, reject=reject, resubmit=resubmit, note=note, by=by)
+    with locked(ctx, memory_id) as (memory, folder):
+        return _promote_locked(ctx, memory, folder, reject=reject, resubmit=resubmit, note=note, by=by)
 
 
-def _promote_locked(ctx: Context, memory_id: str, *, reject: bool, resubmit: bool, note: str | None,
-                    by: str | None) -> Transition:  # fmt: skip
-    memory, folder = locate(ctx, memory_id)
+def _promote_locked(ctx: Context, memory: Memory, folder: Folder, *, reject: bool, resubmit: bool,
+                    note: str | None, by: str | None) -> Transition:  # fmt: skip
     if memory.scope == "personal":
         raise LifecycleError(
             f"{memory.id} is personal and never reviewed — copy it to the project with `open-memex propose {memory.id} --to project`"

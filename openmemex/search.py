@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from . import freshness
 from .context import Context
 from .errors import UsageError
-from .index import split_tags
+from .index import placeholders, split_tags
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, normalize_ws
@@ -135,7 +135,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
                 result.hidden_superseded += 1
             if target["status"] in HIDDEN_STATUSES:
                 continue
-            if target["status"] == "superseded" and not replacement_missing(ctx.conn, target["superseded_by"]):
+            if _replaced_elsewhere(ctx, target, dirs):
                 continue  # its replacement lives outside this scope (e.g. the repo, seen from outside)
             if type is not None and target["type"] != type:
                 continue
@@ -146,6 +146,18 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     hits.sort(key=lambda h: (h.tier, -h.score))
     result.hits = hits[:limit]
     return result
+
+
+def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool:
+    """A chain that stopped here because its next member is outside ``dirs`` but exists
+    (a cycle or a truly missing successor still shows the memory: never hide knowledge)."""
+    nxt = row["superseded_by"]
+    if row["status"] != "superseded" or not nxt:
+        return False
+    inside = ctx.conn.execute(
+        f"SELECT 1 FROM memories WHERE id = ? AND dir IN ({placeholders(dirs)}) LIMIT 1", [nxt, *dirs]
+    ).fetchone()
+    return inside is None and not replacement_missing(ctx.conn, nxt)
 
 
 def _hit(target: sqlite3.Row, matched: sqlite3.Row) -> Hit:

@@ -13,7 +13,7 @@ from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
 from .index import Folder
 from .lifecycle import successor_missing
-from .lookup import locate
+from .lookup import locked
 from .model import (
     IMPORTANCE,
     ROLES,
@@ -248,16 +248,14 @@ def supersede(
     that had entered review re-enters at ``proposed`` (D64) in the same folder. Decided
     and written under the scope's lock: of four concurrent supersedes of one id, one wins
     and three are told who replaced it."""
-    _, first = locate(ctx, memory_id)
-    with ctx.lock(first.scope_key or ""):
-        return _supersede_locked(ctx, memory_id, content, type=type, tags=tags, aliases=aliases, source=source)
+    with locked(ctx, memory_id) as (old, folder):
+        return _supersede_locked(ctx, old, folder, content, type=type, tags=tags, aliases=aliases, source=source)
 
 
 def _supersede_locked(
-    ctx: Context, memory_id: str, content: str, *, type: str | None, tags: list[str] | str | None,
+    ctx: Context, old: Memory, folder: Folder, content: str, *, type: str | None, tags: list[str] | str | None,
     aliases: list[str] | None, source: str,
 ) -> WriteResult:  # fmt: skip
-    old, folder = locate(ctx, memory_id)
     if old.status == "superseded" and not successor_missing(ctx.conn, old):
         raise LifecycleError(
             f"{old.id} is already superseded by {old.superseded_by}; supersede the newest version instead"

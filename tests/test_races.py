@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from openmemex import freshness
@@ -220,3 +221,30 @@ def test_reindex_never_shows_an_empty_index(data_root: Path, monkeypatch: object
     assert seen > 3 and set(answers) == {"exists"}
     assert reread_here == []
     assert len(memory_files(data_root / "memories" / "personal")) == 61
+
+
+def test_many_processes_creating_the_index_at_once_never_get_busy(tmp_path: Path) -> None:
+    """Switching a new index to WAL and creating its schema raced: SQLite answers
+    "database is locked" at once (no busy wait). Creation is serialised by a lock file."""
+    script = tmp_path / "open.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from pathlib import Path
+        from openmemex.context import Context
+        go = Path(sys.argv[1])
+        while not go.exists():
+            time.sleep(0.0005)
+        with Context.load() as ctx:
+            ctx.conn.execute("SELECT COUNT(*) FROM memories").fetchone()
+    """))
+    for round_ in range(6):
+        root = tmp_path / f"data{round_}"
+        go = tmp_path / f"go{round_}"
+        env = {**os.environ, "OPEN_MEMEX_HOME": str(root)}
+        procs = [subprocess.Popen([sys.executable, str(script), str(go)], env=env, stderr=subprocess.PIPE, text=True)
+                 for _ in range(5)]  # fmt: skip
+        time.sleep(0.3)
+        go.touch()
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
