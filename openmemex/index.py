@@ -170,6 +170,12 @@ def connect(db_path: Path, warn: Warn = warn_stderr) -> sqlite3.Connection:
     A file that is not a database is moved aside and rebuilt: the index is only a cache."""
     from .locks import scope_lock
 
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemexError(
+            f"cannot use {db_path.parent} as the data root ({exc.strerror}) — point OPEN_MEMEX_HOME at a writable folder"
+        ) from None
     # Serialised across processes: switching a new file to WAL and creating the schema
     # need SQLite's exclusive lock, and that race answers "database is locked" at once,
     # without waiting for the busy timeout (seen with four writers starting together).
@@ -231,12 +237,6 @@ def recover(db_path: Path, opened_ino: int | None, warn: Warn = warn_stderr) -> 
 
 
 def _connect(db_path: Path) -> sqlite3.Connection:
-    try:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MemexError(
-            f"cannot use {db_path.parent} as the data root ({exc.strerror}) — point OPEN_MEMEX_HOME at a writable folder"
-        ) from None
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
