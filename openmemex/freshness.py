@@ -57,6 +57,10 @@ def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
             name = entry.name
             if not name.endswith(".md") or name.startswith("."):
                 continue
+            if not _utf8(name):  # git allows any bytes in a name; SQLite text does not
+                shown = entry.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                odd[shown] = "the file name is not valid UTF-8 — rename it (memory files are named <id>.md)"
+                continue
             try:
                 if entry.is_symlink():
                     odd[entry.path] = "symlink not followed (memory files must be regular files)"
@@ -69,6 +73,14 @@ def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
                 continue
             found[entry.path] = stat_sig(st)
     return found, odd
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def reconcile(
@@ -231,7 +243,8 @@ def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Pat
 def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     """Make one-sided supersede pointers two-sided (design §3.3). Files in our own data
     root are fixed on disk; in-repo files are fixed in the index only and reported, so a
-    read never dirties the user's work tree. Runs on every read — two queries over the
+    read never dirties the user's work tree. A member an interrupted forget left half in
+    its chain is taken out. Runs on every read — three queries over the
     partial indexes of chain members only, so its cost follows the number of superseded
     memories, not the store — and a repair that failed once is tried again. Returns how
     many pointers were healed."""
@@ -252,12 +265,64 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
         f"AND old.superseded_by IS NULL",
         [*dirs, *dirs],
     ).fetchall()
+    bypassed = conn.execute(
+        f"SELECT x.file_path AS path, x.location AS location, p.file_path AS p_path, n.file_path AS n_path "
+        f"FROM memories x INDEXED BY memories_supersedes CROSS JOIN memories p ON p.id = x.supersedes "
+        f"CROSS JOIN memories n ON n.id = x.superseded_by "
+        f"WHERE x.supersedes IS NOT NULL AND x.dir IN ({marks}) AND p.superseded_by = n.id AND n.supersedes = p.id",
+        dirs,
+    ).fetchall()
     healed = 0
     for row in forward:
         healed += _heal(ctx, row["path"], row["location"], folders, row["old_path"], supersedes=row["old_id"])
     for row in backward:
         healed += _heal(ctx, row["path"], row["location"], folders, row["new_path"], superseded_by=row["new_id"])
+    for row in bypassed:
+        healed += _finish_forget(ctx, row["path"], row["location"], folders, row["p_path"], row["n_path"])
     return healed
+
+
+def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Folder], prev_path: str,
+                   next_path: str) -> int:  # fmt: skip
+    """X still says P → X → N, but P and N already point at each other: a forget of X was
+    interrupted after closing the chain (``kill -9``). Finish it the safe way — X leaves the
+    chain as ``retracted``, its file kept (``open-memex forget X`` deletes it)."""
+    path = Path(path_text)
+    folder = next((f for f in folders if str(f.path) == str(path.parent)), None)
+    if folder is None:
+        return 0
+    try:
+        with scope_lock(ctx.root, [folder.scope_key or ""], wait_s=0):
+            memory = read_memory(path, folder.scope_key)
+            prev, nxt = read_memory(Path(prev_path)), read_memory(Path(next_path))
+            if not (memory.supersedes == prev.id and memory.superseded_by == nxt.id
+                    and prev.superseded_by == nxt.id and nxt.supersedes == prev.id):  # fmt: skip
+                return 0
+            if location == "repo":
+                from .index import transaction
+
+                with transaction(ctx.conn):
+                    ctx.conn.execute(
+                        "UPDATE memories SET status = 'retracted', supersedes = NULL, superseded_by = NULL "
+                        "WHERE file_path = ?", (path_text,),
+                    )  # fmt: skip
+                ctx.warn(f"{path.name}: left out of its chain by an interrupted forget; fix the file in the repo "
+                         f"(`open-memex forget {memory.id}`)")  # fmt: skip
+                return 1
+            memory.status = "retracted"
+            memory.supersedes = None
+            memory.superseded_by = None
+            store.save(memory, folder.path)
+            record(ctx, [(memory, folder)])
+    except StoreBusyError:
+        return 0
+    except (MemoryFileError, OSError):
+        return 0
+    except MemexError as exc:
+        ctx.warn(f"{path.name}: an interrupted forget could not be finished: {exc}")
+        return 0
+    ctx.warn(f"{path.name}: finished an interrupted forget (kept as retracted; `open-memex forget {memory.id}` deletes it)")
+    return 1
 
 
 def _heal(

@@ -201,7 +201,8 @@ def is_corrupt(exc: BaseException) -> bool:
     if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
         return True
     text = str(exc).lower()
-    return "not a database" in text or "malformed" in text or "corrupt" in text
+    # "could not decode to UTF-8 column": a damaged text cell, found only when read
+    return "not a database" in text or "malformed" in text or "corrupt" in text or "could not decode" in text
 
 
 KEEP_DAMAGED = 2  # moved-aside copies kept for a bug report; older ones are removed
@@ -214,6 +215,11 @@ def move_aside(db_path: Path, warn: Warn = warn_stderr) -> None:
         os.replace(db_path, aside)
     except FileNotFoundError:
         return
+    except OSError as exc:
+        raise MemexError(
+            f"the index {db_path} is damaged and cannot be moved aside ({exc.strerror}) — delete it; "
+            "it is rebuilt from the memory files"
+        ) from None
     for suffix in ("-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     old = sorted(db_path.parent.glob(f"{db_path.name}.corrupt-*"), key=lambda p: p.stat().st_mtime)

@@ -116,7 +116,7 @@ else:
                     raise _busy(path) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
-            except OSError as exc:  # e.g. a filesystem without flock: proceed unlocked, loudly
+            except OSError as exc:  # a filesystem without flock (some network mounts): refuse, never write unlocked
                 os.close(fd)
                 raise MemexError(f"cannot lock {path} ({exc.strerror}) — put the data root on a local filesystem") from None
 

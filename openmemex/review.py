@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import freshness, store
@@ -20,6 +21,7 @@ from .gitinfo import config_value
 from .ids import new_ulid, now_rfc3339
 from .index import Folder
 from .lookup import locate, locked
+from .memfile import MemoryFileError, read_memory
 from .model import Memory
 
 LADDER = ("draft", "proposed", "approved", "published")
@@ -116,6 +118,7 @@ def apply_transition(memory: Memory, new: str, by: str, note: str | None = None)
 class Proposal:
     source: str
     copy: Memory
+    already: bool = False  # an active project memory with this text existed: nothing written
 
 
 def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bool = False,
@@ -143,9 +146,20 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
 
 def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: str,
                      local_approve: bool) -> list[Proposal]:  # fmt: skip
+    from .write import exact_duplicate
+
+    freshness.sync(ctx, "project")
+    dirs = [str(f.path) for f in ctx.folders("project")]
     out: list[Proposal] = []
     written: list[tuple[Memory, Folder]] = []
     for source in sources:
+        existing = exact_duplicate(ctx, source.body, dirs)
+        if existing is not None:  # proposed before (or the same text saved there): idempotent
+            try:
+                out.append(Proposal(source.id, read_memory(Path(existing[1]), ctx.project.key), already=True))
+                continue
+            except MemoryFileError:
+                pass
         stamp = now_rfc3339()
         copy = Memory(
             id=new_ulid(), scope="project", scope_key=ctx.project.key, body=source.body, type=source.type,

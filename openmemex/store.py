@@ -16,6 +16,8 @@ from .model import Memory
 
 TMP_SUFFIX = ".tmp"
 STALE_TMP_S = 600.0  # a temp file this old is garbage even if its pid was reused
+DEAD_TMP_S = 60.0  # …and one this old whose pid is gone (a pid from another pid namespace
+# — a container sharing the data root — may look dead while its writer is at work)
 
 
 def _reason(exc: OSError) -> str:
@@ -102,7 +104,8 @@ def _pid_alive(pid: int) -> bool:
 
 def sweep_temp_files(folder: Path, names: Iterable[str]) -> int:
     """Remove temp files a killed writer left behind (``.<id>.md.<pid>.<hex>.tmp``): its pid
-    is gone, or it is older than any write takes. Returns how many were removed."""
+    is gone and it is a minute old, or it is older than any write takes. Returns how many
+    were removed."""
     removed = 0
     now = time.time()
     for name in names:
@@ -115,7 +118,8 @@ def sweep_temp_files(folder: Path, names: Iterable[str]) -> int:
             age = now - path.lstat().st_mtime
         except OSError:
             continue
-        if (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or age > STALE_TMP_S:
+        dead = pid is not None and pid != os.getpid() and not _pid_alive(pid)
+        if (dead and age > DEAD_TMP_S) or age > STALE_TMP_S:
             with contextlib.suppress(OSError):
                 path.unlink()
                 removed += 1

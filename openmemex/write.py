@@ -135,7 +135,7 @@ def _add_locked(
     freshness.sync(ctx, "personal" if folder.location == "personal" else "project")
     dirs = _dirs(ctx, folder)
     key = folder.scope_key or ""
-    existing = _exact_duplicate(ctx, body, dirs)
+    existing = exact_duplicate(ctx, body, dirs)
     if existing is not None:
         return WriteResult("exists", existing[0], scope, key, existing[1], masked, private)
     candidates = _candidates(ctx, body, dirs)
@@ -208,7 +208,8 @@ def _clean_all(
     return (result.text.strip(), clean_tags, clean_aliases), unique, private
 
 
-def _exact_duplicate(ctx: Context, body: str, dirs: list[str]) -> tuple[str, str] | None:
+def exact_duplicate(ctx: Context, body: str, dirs: list[str]) -> tuple[str, str] | None:
+    """(id, path) of an active memory in ``dirs`` with the same normalised text (design §3.4)."""
     marks = ",".join("?" for _ in dirs)
     row = ctx.conn.execute(
         f"SELECT id, file_path FROM memories WHERE content_hash = ? AND status = 'active' AND dir IN ({marks}) "

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -301,8 +302,17 @@ def test_temp_file_of_a_killed_writer_is_swept(cli, data_root: Path) -> None:  #
     dead.write_text("half a file")
     alive = folder / f".{memory_id}.md.{os.getpid()}.abcd1234.tmp"  # a writer still at work
     alive.write_text("being written")
+    fresh = folder / f".{memory_id}.md.999998.abcd1234.tmp"  # "dead" pid, but just written: maybe
+    fresh.write_text("in flight")  # a writer in another pid namespace (a container): kept
+    old = time.time() - 120
+    os.utime(dead, (old, old))
     cli("list", "--scope", "personal")
-    assert not dead.exists() and alive.exists()
+    assert not dead.exists() and alive.exists() and fresh.exists()
+    ancient = time.time() - 3600
+    os.utime(alive, (ancient, ancient))  # nothing takes an hour to write
+    (folder / f"{memory_id}.md").touch()  # the folder changed: the next read scans it
+    cli("list", "--scope", "personal")
+    assert not alive.exists()
 
 
 def test_show_names_why_an_in_repo_file_cannot_be_read(cli, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
@@ -362,3 +372,121 @@ def test_replacement_outside_the_searched_folders_never_forks(cli, git_repo: Pat
     assert "already superseded" in cli("supersede", old, "delta port is 6060").err
     doctor = json.loads(cli("doctor", "--json").out)
     assert next(c for c in doctor["checks"] if c["name"] == "supersede chains")["ok"]
+
+
+# -- review findings: rollback, interrupted forget, odd names, damaged cells -----------------
+
+
+def test_forget_rolls_back_the_relinked_neighbours_when_the_delete_fails(cli, data_root: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    first, second, third = _chain(cli)
+    folder = data_root / PERSONAL
+    before = {m: (folder / f"{m}.md").read_text() for m in (first, third)}
+    real_unlink = Path.unlink
+
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        if self.name == f"{second}.md":
+            raise PermissionError(13, "Permission denied")
+        real_unlink(self, missing_ok=missing_ok)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Path, "unlink", refuse)
+        result = cli("forget", second)
+    assert result.rc == 1 and "memory not forgotten" in result.err
+    for memory_id, text in before.items():
+        memory = read_memory(folder / f"{memory_id}.md")
+        assert (memory.supersedes, memory.superseded_by) == (
+            (None, second) if memory_id == first else (second, None))  # fmt: skip
+        assert memory.body in text
+    assert _visible(cli) == ([third], [third])
+    assert next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")["ok"]
+
+
+def test_a_forget_interrupted_after_closing_the_chain_is_finished_on_read(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    first, second, third = _chain(cli)
+    folder = data_root / PERSONAL
+    for memory_id, old, new in ((first, f"superseded_by: {second}", f"superseded_by: {third}"),
+                                (third, f"supersedes: {second}", f"supersedes: {first}")):  # fmt: skip
+        path = folder / f"{memory_id}.md"
+        path.write_text(path.read_text().replace(old, new))  # what forget does before the kill
+    listed = cli("list", "--scope", "personal")
+    assert f"{second}.md: finished an interrupted forget" in listed.err
+    middle = read_memory(folder / f"{second}.md")
+    assert (middle.status, middle.supersedes, middle.superseded_by) == ("retracted", None, None)
+    assert _visible(cli) == ([third], [third])
+    assert next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")["ok"]
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(data_root: Path) -> None:
+    folder = data_root / PERSONAL
+    folder.mkdir(parents=True)
+    memory_id = "01K6AB3XZQ7WVD9J1M2N4P5Q6R"
+    (folder / f"{memory_id}.md").write_text(personal_text(memory_id, "a note beside a badly named file"))
+    with open(os.fsencode(folder) + b"/bad\xff.md", "wb") as fh:  # git allows any bytes in a name
+        fh.write(b"---\nid: x\n---\n")
+    for command in (["list", "--scope", "personal"], ["search", "note"], ["reindex"], ["doctor"]):
+        result = run_process(*command)
+        assert result.rc in (0, 1) and "Traceback" not in result.err and "internal error" not in result.err, result.err
+    assert "bad\\xff.md: the file name is not valid UTF-8" in run_process("doctor").out
+    assert memory_id in run_process("search", "badly named", "--json").out
+
+
+def test_a_damaged_text_cell_rebuilds_the_index(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    memory_id = _add(cli, "the widgets service owns the queue")
+    db = sqlite3.connect(paths.index_path(data_root))
+    db.execute("UPDATE memories SET visibility = CAST(x'696e7465ff' AS TEXT)")
+    db.commit()
+    db.close()
+    result = run_process("search", "widgets", "--json")
+    assert result.rc == 0 and "Traceback" not in result.err, result.err
+    assert [h["id"] for h in json.loads(result.out)["hits"]] == [memory_id]
+    assert result.err.count("was damaged") == 1
+
+
+def test_a_damaged_index_that_cannot_be_moved_is_one_line(cli, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    _add(cli, "a note before the damage")
+    db = paths.index_path(data_root)
+    cli("list", "--scope", "personal")
+    db.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    real = os.replace
+
+    def read_only(src: object, dst: object) -> None:
+        if str(src) == str(db):
+            raise OSError(30, "Read-only file system")
+        real(src, dst)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", read_only)
+        result = cli("search", "note")
+    assert result.rc == 1
+    assert result.err.startswith(f"open-memex: error: the index {db} is damaged and cannot be moved aside")
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_a_busy_index_after_the_file_landed_is_a_warning(cli, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from openmemex import index
+    from openmemex.errors import StoreBusyError
+
+    def busy(*args: object) -> None:
+        raise StoreBusyError("the memory store is busy")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(index, "apply_changes", busy)
+        result = cli("add", "saved while a reindex held the index", "--scope", "personal", "--json")
+    assert result.rc == 0 and json.loads(result.out)["status"] == "saved"
+    assert "saved, but the index is busy" in result.err
+    hits = json.loads(cli("search", "reindex held", "--json").out)["hits"]
+    assert [h["id"] for h in hits] == [json.loads(result.out)["id"]]
+
+
+def test_proposing_twice_makes_one_copy(cli, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    personal = _add(cli, "I review PRs before lunch")
+    first = json.loads(cli("propose", personal, "--to", "project", "--json").out)["proposed"][0]
+    again = cli("propose", personal, "--to", "project")
+    assert again.rc == 0 and f"already proposed: {personal} → {first['id']}" in again.out
+    drafts = json.loads(cli("list", "--json").out)["sections"][0]["memories"]
+    assert [d["id"] for d in drafts] == [first["id"]]

@@ -161,10 +161,13 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
         proposals = run_propose(ctx, ids, to=to, local_approve=local_approve, by=by)
     if json:
         emit_json({"proposed": [{"source": p.source, "id": p.copy.id, "review_state": p.copy.review_state,
-                                 "path": str(p.copy.path)} for p in proposals]})  # fmt: skip
+                                 "path": str(p.copy.path), "already": p.already} for p in proposals]})  # fmt: skip
         return 0
     for proposal in proposals:
-        out(f"proposed {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (outbox draft)")
+        if proposal.already:
+            out(f"already proposed: {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (not copied again)")
+        else:
+            out(f"proposed {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (outbox draft)")
     out("next: open-memex submit " + " ".join(p.copy.id for p in proposals))
     return 0
 

@@ -334,7 +334,9 @@ def run_cli(apply: bool = False, as_json: bool = False, api_url: str | None = No
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(render(report) + "\n")
+        from ..terminal import safe  # file names and notes come from the PR
+
+        sys.stdout.write(safe(render(report)) + "\n")
     return 0
 
 
