@@ -209,6 +209,7 @@ def test_forgetting_a_chain_member_keeps_one_head(cli, data_root: Path, position
     target = {"head": third, "middle": second, "tail": first}[position]
     result = cli("forget", target, *(["--soft"] if soft else []))
     assert result.rc == 0, result.err
+    assert "supersede chain closed around it" in result.err
     expected_head = second if position == "head" else third
     remaining = [m for m in (first, second, third) if m != target]
     # list, search, supersede, status and doctor agree on one head

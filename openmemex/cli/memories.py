@@ -280,7 +280,7 @@ def forget(memory_id: str, /, *, soft: Flag = False, json: Flag = False) -> int:
         gone = run_forget(ctx, memory_id, soft=soft)
     if json:
         emit_json({"id": gone.id, "path": str(gone.path), "soft": gone.soft, "already": gone.already,
-                   "in_repo": gone.in_repo})  # fmt: skip
+                   "in_repo": gone.in_repo, "relinked": gone.relinked})  # fmt: skip
         return 0
     if gone.soft:
         state = "already hidden" if gone.already else "hidden"
@@ -291,4 +291,6 @@ def forget(memory_id: str, /, *, soft: Flag = False, json: Flag = False) -> int:
         out(f"deleted {gone.id}")
         if gone.in_repo:
             note("the file was in the repository: commit the deletion so the team's copy goes too")
+    if gone.relinked:
+        note(f"supersede chain closed around it: {', '.join(gone.relinked)} updated")
     return 0
