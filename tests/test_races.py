@@ -248,3 +248,39 @@ def test_many_processes_creating_the_index_at_once_never_get_busy(tmp_path: Path
         for proc in procs:
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 0, err
+
+
+def test_a_memory_moved_to_another_scope_before_the_lock_is_looked_up_again(data_root: Path, git_repo: Path,
+                                                                           monkeypatch: object) -> None:
+    """The lock is chosen from a first lookup; if a migrate moves the memory before the lock
+    is held, acting under the old scope's lock would race writers of the new one."""
+
+    import pytest
+
+    from openmemex.lifecycle import set_status
+    from openmemex.write import add_memory
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    with Context.load() as ctx:
+        memory_id = add_memory(ctx, "moved between scopes mid-command", scope="personal").id
+        outbox = ctx.outbox_dir
+    taken: list[tuple[str, ...]] = []
+    real_lock = Context.lock
+
+    def lock_after_a_migrate(self: Context, *keys: str) -> object:
+        taken.append(keys)
+        if len(taken) == 1:  # another process migrates it right now
+            outbox.mkdir(parents=True, exist_ok=True)
+            source = data_root / "memories" / "personal" / f"{memory_id}.md"
+            text = source.read_text().replace("scope: personal", "scope: project")
+            text = text.replace("scope_key: personal", f"scope_key: {outbox.name}")
+            (outbox / source.name).write_text(text)
+            source.unlink()
+        return real_lock(self, *keys)
+
+    monkeypatch.setattr(Context, "lock", lock_after_a_migrate)
+    with Context.load() as ctx:
+        change = set_status(ctx, memory_id, "deprecated")
+    assert taken == [("personal",), (outbox.name,)]
+    assert change.memory.path == outbox / f"{memory_id}.md"
+    assert read_memory(outbox / f"{memory_id}.md").status == "deprecated"
