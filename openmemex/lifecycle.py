@@ -3,12 +3,14 @@
 Chain rules, the same for every command (docs/protocol.md, Consistency):
 - pointers are two-way; a one-sided pointer is healed on read, under the scope's write
   lock and only after re-reading both files, so a supersede in flight is never "repaired";
-- a member whose successor is missing (deleted by hand, or not in the folders searched)
-  is the head of what is left: ``list`` and ``search`` show it, ``supersede`` and
-  ``status`` act on it, ``doctor`` reports the dangling pointer;
+- a member whose successor no file anywhere holds (deleted by hand) is the head of what
+  is left: ``list`` and ``search`` show it, ``supersede`` and ``status`` act on it,
+  ``doctor`` reports the dangling pointer; a successor that only lives outside the
+  folders in view keeps it superseded (``stranded_sql``);
 - forgetting a member — hard or ``--soft`` — takes it out of the chain: forgetting the
   head makes the previous member the head again, a middle member is unlinked and the
-  chain closed around it, the oldest member simply goes.
+  chain closed around it, the oldest member simply goes; a failed write puts back every
+  file already changed.
 """
 
 from __future__ import annotations
