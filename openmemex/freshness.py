@@ -269,7 +269,7 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
         f"SELECT x.file_path AS path, x.location AS location, p.file_path AS p_path, n.file_path AS n_path "
         f"FROM memories x INDEXED BY memories_supersedes CROSS JOIN memories p ON p.id = x.supersedes "
         f"CROSS JOIN memories n ON n.id = x.superseded_by "
-        f"WHERE x.supersedes IS NOT NULL AND x.dir IN ({marks}) AND p.superseded_by = n.id AND n.supersedes = p.id",
+        f"WHERE x.supersedes IS NOT NULL AND x.dir IN ({marks}) AND p.superseded_by = n.id",
         dirs,
     ).fetchall()
     healed = 0
@@ -284,9 +284,9 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
 
 def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Folder], prev_path: str,
                    next_path: str) -> int:  # fmt: skip
-    """X still says P → X → N, but P and N already point at each other: a forget of X was
-    interrupted after closing the chain (``kill -9``). Finish it the safe way — X leaves the
-    chain as ``retracted``, its file kept (``open-memex forget X`` deletes it)."""
+    """X still says P → X → N, but P already points past it to N: a forget of X was killed
+    after it started closing the chain. Finish it the safe way — N points back at P, and X
+    leaves the chain as ``retracted``, its file kept (``open-memex forget X`` deletes it)."""
     path = Path(path_text)
     folder = next((f for f in folders if str(f.path) == str(path.parent)), None)
     if folder is None:
@@ -296,7 +296,7 @@ def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Fo
             memory = read_memory(path, folder.scope_key)
             prev, nxt = read_memory(Path(prev_path)), read_memory(Path(next_path))
             if not (memory.supersedes == prev.id and memory.superseded_by == nxt.id
-                    and prev.superseded_by == nxt.id and nxt.supersedes == prev.id):  # fmt: skip
+                    and prev.superseded_by == nxt.id and nxt.supersedes in (prev.id, memory.id)):  # fmt: skip
                 return 0
             if location == "repo":
                 from .index import transaction
@@ -309,11 +309,19 @@ def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Fo
                 ctx.warn(f"{path.name}: left out of its chain by an interrupted forget; fix the file in the repo "
                          f"(`open-memex forget {memory.id}`)")  # fmt: skip
                 return 1
+            changed = []
+            if nxt.supersedes == memory.id:
+                next_folder = next((f for f in folders if str(f.path) == str(Path(next_path).parent)), None)
+                if next_folder is None:
+                    return 0
+                nxt.supersedes = prev.id
+                store.save(nxt, next_folder.path)
+                changed.append((nxt, next_folder))
             memory.status = "retracted"
             memory.supersedes = None
             memory.superseded_by = None
             store.save(memory, folder.path)
-            record(ctx, [(memory, folder)])
+            record(ctx, [*changed, (memory, folder)])
     except StoreBusyError:
         return 0
     except (MemoryFileError, OSError):

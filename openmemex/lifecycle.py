@@ -129,12 +129,12 @@ def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
                 journal.append((original, folder))
                 freshness.record(ctx, [(memory, folder)])
                 return Forgotten(memory.id, memory.path, True, in_repo, relinked=relinked)
-            if prev is not None and nxt is not None:
-                relinked = _close_chain(ctx, prev, nxt, journal)  # neighbours first: see the docstring
-                _delete(ctx, memory, folder, journal)
-            else:
-                _delete(ctx, memory, folder, journal)  # first, so a crash in between never re-links it
-                relinked = _close_chain(ctx, prev, nxt, journal)
+            # Neighbours first, then the member: killed in between, the next read either
+            # undoes the relink (head, tail: the member still points at them) or finishes
+            # the forget (middle: its neighbours already point past it) — never a dangling
+            # pointer or a second head.
+            relinked = _close_chain(ctx, prev, nxt, journal)
+            _delete(ctx, memory, folder, journal)
         except MemexError:
             _roll_back(ctx, journal)
             raise

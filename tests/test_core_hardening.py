@@ -403,18 +403,43 @@ def test_forget_rolls_back_the_relinked_neighbours_when_the_delete_fails(cli, da
     assert next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")["ok"]
 
 
-def test_a_forget_interrupted_after_closing_the_chain_is_finished_on_read(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("written", [1, 2], ids=["killed-after-prev", "killed-after-both"])
+def test_a_forget_interrupted_after_closing_the_chain_is_finished_on_read(cli, data_root: Path, written: int) -> None:  # type: ignore[no-untyped-def]
     first, second, third = _chain(cli)
     folder = data_root / PERSONAL
-    for memory_id, old, new in ((first, f"superseded_by: {second}", f"superseded_by: {third}"),
-                                (third, f"supersedes: {second}", f"supersedes: {first}")):  # fmt: skip
+    edits = ((first, f"superseded_by: {second}", f"superseded_by: {third}"),
+             (third, f"supersedes: {second}", f"supersedes: {first}"))  # fmt: skip
+    for memory_id, old, new in edits[:written]:
         path = folder / f"{memory_id}.md"
-        path.write_text(path.read_text().replace(old, new))  # what forget does before the kill
+        path.write_text(path.read_text().replace(old, new))  # what forget wrote before the kill
     listed = cli("list", "--scope", "personal")
     assert f"{second}.md: finished an interrupted forget" in listed.err
     middle = read_memory(folder / f"{second}.md")
     assert (middle.status, middle.supersedes, middle.superseded_by) == ("retracted", None, None)
     assert _visible(cli) == ([third], [third])
+    assert read_memory(folder / f"{third}.md").supersedes == first
+    assert next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")["ok"]
+
+
+@pytest.mark.parametrize("position", ["head", "tail"])
+def test_a_forget_killed_before_the_delete_is_undone_on_read(cli, data_root: Path, position: str) -> None:  # type: ignore[no-untyped-def]
+    """Head and tail: the neighbour was rewritten, the member not yet deleted. The member
+    still points at it, so the next read restores the chain — the forget simply did not
+    happen (it never said it did) — instead of leaving a dangling pointer or two heads."""
+    first, second, third = _chain(cli)
+    folder = data_root / PERSONAL
+    if position == "head":  # forgetting `third` rewrites `second` first: active, no successor
+        path = folder / f"{second}.md"
+        path.write_text(path.read_text().replace("status: superseded", "status: active")
+                        .replace(f"superseded_by: {third}", "superseded_by: null"))  # fmt: skip
+    else:  # forgetting `first` rewrites `second` first: no predecessor
+        path = folder / f"{second}.md"
+        path.write_text(path.read_text().replace(f"supersedes: {first}", "supersedes: null"))
+    result = cli("list", "--scope", "personal")
+    assert "repaired one-sided supersede chain" in result.err
+    assert _visible(cli) == ([third], [third])
+    middle = read_memory(folder / f"{second}.md")
+    assert (middle.status, middle.supersedes, middle.superseded_by) == ("superseded", first, third)
     assert next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")["ok"]
 
 
