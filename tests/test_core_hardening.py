@@ -516,3 +516,18 @@ def test_proposing_twice_makes_one_copy(cli, git_repo: Path) -> None:  # type: i
     assert again.rc == 0 and f"already proposed: {personal} → {first['id']}" in again.out
     drafts = json.loads(cli("list", "--json").out)["sections"][0]["memories"]
     assert [d["id"] for d in drafts] == [first["id"]]
+
+
+def test_a_second_worktree_is_not_a_duplicate_id(cli, git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Each work tree has its own .ai/open-memex/ copy of the committed memories; doctor in
+    one must not report the other's rows (which it never synced) as duplicate ids."""
+    draft = json.loads(cli("add", "the release train leaves on fridays", "--json").out)["id"]
+    assert cli("submit", draft).rc == 0
+    other = tmp_path / "wt2"
+    git("worktree", "add", "-q", str(other), "-b", "wt2", cwd=git_repo)
+    monkeypatch.chdir(other)
+    assert draft in cli("list", "--json").out  # indexes the second work tree's copy
+    monkeypatch.chdir(git_repo)
+    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json").out)["checks"]}
+    assert checks["duplicate ids"]["ok"], checks["duplicate ids"]
+    assert checks["supersede chains"]["ok"]
