@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stress  # the audit is shared, not copied
+from isolation import ISOLATE_ENV
 
 WRITER = """
 import io, json, random, sys
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(tempfile.mkdtemp(prefix="memex-crash-"))
     home, work = base / "data", base / "work"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in stress.ISOLATE_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in ISOLATE_ENV}
     env.update({"OPEN_MEMEX_HOME": str(home), "HOME": str(base)})
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     subprocess.run(["git", "-C", str(work), "remote", "add", "origin", "git@github.com:acme/crash.git"], check=True)

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from isolation import ISOLATE_ENV
+
 from openmemex import freshness, memfile, store
 from openmemex.context import Context
 from openmemex.ids import new_ulid, now_rfc3339
@@ -61,14 +63,6 @@ CLI_SEARCH_RUNS = 20
 CLI_VERSION_RUNS = 10
 SEARCH_LIMIT = 8
 PHASES = ("cold", "warm", "rebuild", "add", "search")
-# Variables that would point the CLI (or Context.load) somewhere other than our temp store.
-ISOLATE_ENV = (
-    "OPEN_MEMEX_CONFIG",
-    "MY_O_MEMORY_HOME",
-    "MY_O_MEMORY_CONFIG",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-)
 
 
 def words(text: str) -> tuple[str, ...]:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from isolation import ISOLATE_ENV
 
 DEFAULT_PROCS = 8
 DEFAULT_OPS = 200
@@ -74,16 +75,6 @@ OP_KINDS = (
 )  # fmt: skip
 RACE_KINDS = ("add-same-text", "supersede-same-id")  # even and odd race rounds
 SPOILERS = ("status archived", "forget --soft", "status deprecated", "forget")
-ISOLATE_ENV = (
-    "OPEN_MEMEX_CONFIG",
-    "MY_O_MEMORY_HOME",
-    "MY_O_MEMORY_CONFIG",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_CONFIG_GLOBAL",
-    "XDG_DATA_HOME",
-)
 # Exit 1/2 messages a user can get when others change the same memory: counted, not failures.
 EXPECTED_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("already superseded", re.compile(r"is already superseded by")),

@@ -20,6 +20,7 @@ from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
+from .text import undecodable_at
 
 PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
 
@@ -57,7 +58,7 @@ def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
             name = entry.name
             if not name.endswith(".md") or name.startswith("."):
                 continue
-            if not _utf8(name):  # git allows any bytes in a name; SQLite text does not
+            if undecodable_at(name) is not None:  # git allows any bytes in a name; SQLite text does not
                 shown = entry.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
                 odd[shown] = "the file name is not valid UTF-8 — rename it (memory files are named <id>.md)"
                 continue
@@ -75,14 +76,6 @@ def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
     return found, odd
 
 
-def _utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def reconcile(
     conn: sqlite3.Connection,
     folders: Iterable[Folder],
@@ -95,8 +88,6 @@ def reconcile(
     for folder in folders:
         total.merge(_reconcile_folder(conn, folder, kind, warn, progress))
     return total
-
-
 
 
 def _reconcile_folder(
@@ -191,13 +182,9 @@ def _reconcile_folder(
     return stats
 
 
-
-
 def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:
     with index.transaction(conn):
         index.write_sync_row(conn, key, kind, stats, time.time())
-
-
 
 
 def rebuild(
@@ -251,20 +238,8 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     conn = ctx.conn
     dirs = [str(f.path) for f in folders]
     marks = placeholders(dirs)
-    forward = conn.execute(
-        f"SELECT old.id AS old_id, old.file_path AS old_path, new.file_path AS path, new.location AS location "
-        f"FROM memories old INDEXED BY memories_superseded_by CROSS JOIN memories new ON new.id = old.superseded_by "
-        f"WHERE old.superseded_by IS NOT NULL AND old.dir IN ({marks}) AND new.dir IN ({marks}) "
-        f"AND new.supersedes IS NULL",
-        [*dirs, *dirs],
-    ).fetchall()
-    backward = conn.execute(
-        f"SELECT new.id AS new_id, new.file_path AS new_path, old.file_path AS path, old.location AS location "
-        f"FROM memories new INDEXED BY memories_supersedes CROSS JOIN memories old ON old.id = new.supersedes "
-        f"WHERE new.supersedes IS NOT NULL AND new.dir IN ({marks}) AND old.dir IN ({marks}) "
-        f"AND old.superseded_by IS NULL",
-        [*dirs, *dirs],
-    ).fetchall()
+    forward = _one_sided(conn, dirs, "superseded_by", "supersedes")  # old → new, new lacks the way back
+    backward = _one_sided(conn, dirs, "supersedes", "superseded_by")  # new → old, old lacks the way on
     bypassed = conn.execute(
         f"SELECT x.file_path AS path, x.location AS location, p.file_path AS p_path, n.file_path AS n_path "
         f"FROM memories x INDEXED BY memories_supersedes CROSS JOIN memories p ON p.id = x.supersedes "
@@ -274,12 +249,93 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     ).fetchall()
     healed = 0
     for row in forward:
-        healed += _heal(ctx, row["path"], row["location"], folders, row["old_path"], supersedes=row["old_id"])
+        healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], supersedes=row["holder_id"])
     for row in backward:
-        healed += _heal(ctx, row["path"], row["location"], folders, row["new_path"], superseded_by=row["new_id"])
+        healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], superseded_by=row["holder_id"])
     for row in bypassed:
         healed += _finish_forget(ctx, row["path"], row["location"], folders, row["p_path"], row["n_path"])
     return healed
+
+
+def _repair(ctx: Context, path_text: str, folders: list[Folder], failure: str,
+            fix: Callable[[Memory, Folder], str | None]) -> int:  # fmt: skip
+    """Run one chain repair on the memory at ``path_text``: only if its scope's lock is free
+    right now (never wait: a writer holding it is mid-supersede or mid-forget and finishes
+    the chain itself; if it died, the kernel freed the lock and a later read repairs; waiting
+    could also invert lock order between two scopes), on the file as it is now. ``fix``
+    checks what it needs, writes, and returns the warning to print, or None when there is
+    nothing (left) to do."""
+    path = Path(path_text)
+    folder = _folder_of(path, folders)
+    if folder is None:
+        return 0
+    try:
+        with scope_lock(ctx.root, [folder.scope_key or ""], wait_s=0):
+            message = fix(read_memory(path, folder.scope_key), folder)
+    except StoreBusyError:
+        return 0
+    except (MemoryFileError, OSError):
+        return 0  # unreadable or gone: reconcile reports it
+    except MemexError as exc:
+        ctx.warn(f"{path.name}: {failure}: {exc}")
+        return 0
+    if message is None:
+        return 0
+    ctx.warn(f"{path.name}: {message}")
+    return 1
+
+
+def _folder_of(path: Path, folders: list[Folder]) -> Folder | None:
+    return next((f for f in folders if str(f.path) == str(path.parent)), None)
+
+
+def _heal(
+    ctx: Context, path_text: str, location: str, folders: list[Folder], partner_path: str,
+    supersedes: str | None = None, superseded_by: str | None = None,
+) -> int:  # fmt: skip
+    """Add the missing half of a one-sided pointer, once both files still say so."""
+    what = f"supersedes {supersedes}" if supersedes else f"superseded_by {superseded_by}"
+
+    def fix(memory: Memory, folder: Folder) -> str | None:
+        partner = read_memory(Path(partner_path))
+        if supersedes:
+            if memory.supersedes is not None or partner.superseded_by != memory.id:
+                return None  # changed since the index saw it: the next reconcile re-reads it
+        elif memory.superseded_by is not None or partner.supersedes != memory.id:
+            return None
+        if location == "repo":  # a read never dirties the work tree: the index only
+            column, value = ("supersedes", supersedes) if supersedes else ("superseded_by", superseded_by)
+            with index.transaction(ctx.conn):
+                ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE file_path = ?", (value, path_text))
+                if superseded_by:
+                    ctx.conn.execute(
+                        "UPDATE memories SET status = 'superseded' WHERE file_path = ? AND status = 'active'",
+                        (path_text,),
+                    )
+            return f"one-sided supersede chain (missing {what}); fix the file in the repo"
+        if supersedes:
+            memory.supersedes = supersedes
+        if superseded_by:
+            memory.superseded_by = superseded_by
+            if memory.status == "active":
+                memory.status = "superseded"
+        store.save(memory, folder.path)
+        record(ctx, [(memory, folder)])
+        return f"repaired one-sided supersede chain ({what})"
+
+    return _repair(ctx, path_text, folders, f"one-sided supersede chain (missing {what}) could not be repaired", fix)
+
+
+def _one_sided(conn: sqlite3.Connection, dirs: list[str], pointer: str, back: str) -> list[sqlite3.Row]:
+    """Memories (``holder``) whose ``pointer`` names a partner whose ``back`` pointer is
+    empty; walked from the partial index of ``pointer``, so only chain members are read."""
+    marks = placeholders(dirs)
+    return conn.execute(
+        f"SELECT h.id AS holder_id, h.file_path AS holder_path, x.file_path AS path, x.location AS location "
+        f"FROM memories h INDEXED BY memories_{pointer} CROSS JOIN memories x ON x.id = h.{pointer} "
+        f"WHERE h.{pointer} IS NOT NULL AND h.dir IN ({marks}) AND x.dir IN ({marks}) AND x.{back} IS NULL",
+        [*dirs, *dirs],
+    ).fetchall()
 
 
 def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Folder], prev_path: str,
@@ -287,103 +343,32 @@ def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Fo
     """X still says P → X → N, but P already points past it to N: a forget of X was killed
     after it started closing the chain. Finish it the safe way — N points back at P, and X
     leaves the chain as ``retracted``, its file kept (``open-memex forget X`` deletes it)."""
-    path = Path(path_text)
-    folder = next((f for f in folders if str(f.path) == str(path.parent)), None)
-    if folder is None:
-        return 0
-    try:
-        with scope_lock(ctx.root, [folder.scope_key or ""], wait_s=0):
-            memory = read_memory(path, folder.scope_key)
-            prev, nxt = read_memory(Path(prev_path)), read_memory(Path(next_path))
-            if not (memory.supersedes == prev.id and memory.superseded_by == nxt.id
-                    and prev.superseded_by == nxt.id and nxt.supersedes in (prev.id, memory.id)):  # fmt: skip
-                return 0
-            if location == "repo":
-                from .index import transaction
 
-                with transaction(ctx.conn):
-                    ctx.conn.execute(
-                        "UPDATE memories SET status = 'retracted', supersedes = NULL, superseded_by = NULL "
-                        "WHERE file_path = ?", (path_text,),
-                    )  # fmt: skip
-                ctx.warn(f"{path.name}: left out of its chain by an interrupted forget; fix the file in the repo "
-                         f"(`open-memex forget {memory.id}`)")  # fmt: skip
-                return 1
-            changed = []
-            if nxt.supersedes == memory.id:
-                next_folder = next((f for f in folders if str(f.path) == str(Path(next_path).parent)), None)
-                if next_folder is None:
-                    return 0
-                nxt.supersedes = prev.id
-                store.save(nxt, next_folder.path)
-                changed.append((nxt, next_folder))
-            memory.status = "retracted"
-            memory.supersedes = None
-            memory.superseded_by = None
-            store.save(memory, folder.path)
-            record(ctx, [*changed, (memory, folder)])
-    except StoreBusyError:
-        return 0
-    except (MemoryFileError, OSError):
-        return 0
-    except MemexError as exc:
-        ctx.warn(f"{path.name}: an interrupted forget could not be finished: {exc}")
-        return 0
-    ctx.warn(f"{path.name}: finished an interrupted forget (kept as retracted; `open-memex forget {memory.id}` deletes it)")
-    return 1
+    def fix(memory: Memory, folder: Folder) -> str | None:
+        prev, nxt = read_memory(Path(prev_path)), read_memory(Path(next_path))
+        if not (memory.supersedes == prev.id and memory.superseded_by == nxt.id
+                and prev.superseded_by == nxt.id and nxt.supersedes in (prev.id, memory.id)):  # fmt: skip
+            return None
+        if location == "repo":
+            with index.transaction(ctx.conn):
+                ctx.conn.execute(
+                    "UPDATE memories SET status = 'retracted', supersedes = NULL, superseded_by = NULL "
+                    "WHERE file_path = ?", (path_text,),
+                )  # fmt: skip
+            return f"left out of its chain by an interrupted forget; fix the file in the repo (`open-memex forget {memory.id}`)"
+        changed = []
+        if nxt.supersedes == memory.id:
+            next_folder = _folder_of(Path(next_path), folders)
+            if next_folder is None:
+                return None
+            nxt.supersedes = prev.id
+            store.save(nxt, next_folder.path)
+            changed.append((nxt, next_folder))
+        memory.status = "retracted"
+        memory.supersedes = None
+        memory.superseded_by = None
+        store.save(memory, folder.path)
+        record(ctx, [*changed, (memory, folder)])
+        return f"finished an interrupted forget (kept as retracted; `open-memex forget {memory.id}` deletes it)"
 
-
-def _heal(
-    ctx: Context, path_text: str, location: str, folders: list[Folder], partner_path: str,
-    supersedes: str | None = None, superseded_by: str | None = None,
-) -> int:  # fmt: skip
-    path = Path(path_text)
-    folder = next((f for f in folders if str(f.path) == str(path.parent)), None)
-    if folder is None:
-        return 0
-    what = f"supersedes {supersedes}" if supersedes else f"superseded_by {superseded_by}"
-    try:
-        # Never wait: a writer holding this lock is mid-supersede (or mid-forget) and
-        # finishes the chain itself; if it died, the kernel freed the lock and the next
-        # read heals. Waiting here could also invert lock order between two scopes.
-        with scope_lock(ctx.root, [folder.scope_key or ""], wait_s=0):
-            memory = read_memory(path, folder.scope_key)
-            partner = read_memory(Path(partner_path))
-            if supersedes:
-                if memory.supersedes is not None or partner.superseded_by != memory.id:
-                    return 0  # changed since the index saw it: the next reconcile re-reads it
-            elif memory.superseded_by is not None or partner.supersedes != memory.id:
-                return 0
-            if location == "repo":
-                return _heal_repo_row(ctx, path, supersedes, superseded_by, what)
-            if supersedes:
-                memory.supersedes = supersedes
-            if superseded_by:
-                memory.superseded_by = superseded_by
-                if memory.status == "active":
-                    memory.status = "superseded"
-            store.save(memory, folder.path)
-            record(ctx, [(memory, folder)])
-    except StoreBusyError:
-        return 0
-    except (MemoryFileError, OSError):
-        return 0  # unreadable or gone: reconcile reports it
-    except MemexError as exc:
-        ctx.warn(f"{path.name}: one-sided supersede chain (missing {what}) could not be repaired: {exc}")
-        return 0
-    ctx.warn(f"{path.name}: repaired one-sided supersede chain ({what})")
-    return 1
-
-
-def _heal_repo_row(ctx: Context, path: Path, supersedes: str | None, superseded_by: str | None, what: str) -> int:
-    from .index import transaction
-
-    column, value = ("supersedes", supersedes) if supersedes else ("superseded_by", superseded_by)
-    with transaction(ctx.conn):
-        ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE file_path = ?", (value, str(path)))
-        if superseded_by:
-            ctx.conn.execute(
-                "UPDATE memories SET status = 'superseded' WHERE file_path = ? AND status = 'active'", (str(path),)
-            )
-    ctx.warn(f"{path.name}: one-sided supersede chain (missing {what}); fix the file in the repo")
-    return 1
+    return _repair(ctx, path_text, folders, "an interrupted forget could not be finished", fix)

@@ -470,7 +470,7 @@ def last_sync(conn: sqlite3.Connection, dirs: Iterable[Path]) -> sqlite3.Row | N
     keys = [str(d) for d in dirs]
     if not keys:
         return None
-    marks = ",".join("?" for _ in keys)
+    marks = placeholders(keys)
     row: sqlite3.Row | None = conn.execute(
         f"SELECT * FROM sync_log WHERE dir IN ({marks}) ORDER BY at DESC LIMIT 1", keys
     ).fetchone()

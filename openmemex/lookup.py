@@ -10,7 +10,7 @@ from pathlib import Path
 from . import freshness
 from .context import Context
 from .errors import NotFoundError, StoreBusyError, UsageError
-from .index import Folder
+from .index import Folder, placeholders
 from .memfile import MemoryFileError, MemoryFileGone, read_memory
 from .model import Memory
 
@@ -19,7 +19,7 @@ _LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}
 
 def rows_for(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) -> list[sqlite3.Row]:
     dirs = [str(f.path) for f in folders]
-    marks = ",".join("?" for _ in dirs)
+    marks = placeholders(dirs)
     needle = memory_id.upper()
     if len(needle) == 26:
         rows = conn.execute(f"SELECT * FROM memories WHERE id = ? AND dir IN ({marks})", [needle, *dirs]).fetchall()
@@ -78,7 +78,7 @@ def _quarantined(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]
     dirs = [str(f.path) for f in folders]
     needle = memory_id.upper()
     for path, reason in conn.execute(
-        f"SELECT file_path, reason FROM quarantine WHERE dir IN ({','.join('?' for _ in dirs)}) ORDER BY file_path",
+        f"SELECT file_path, reason FROM quarantine WHERE dir IN ({placeholders(dirs)}) ORDER BY file_path",
         dirs,
     ):
         if Path(path).stem.upper().startswith(needle):

@@ -104,9 +104,40 @@ def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
         validate(normalized)
     except ValueError as exc:
         raise MemoryFileError(str(exc)) from None
+    marker = conflict_marker_line(body)
+    if marker is not None:
+        raise MemoryFileError(
+            f"unresolved git conflict markers (body line {marker}) — finish the merge: `open-memex resolve`"
+        )
     memory = _to_memory(normalized, body)
     memory.raw = _split_raw(fm_text, meta, normalized, raw_body, body)
     return memory
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def conflict_marker_line(body: str) -> int | None:
+    """The line of a git conflict (``<<<<<<< ``, ``=======``, ``>>>>>>> `` on lines of their
+    own, in that order, outside code fences), or None. Such a file is mid-merge: reading it
+    as a memory would show both sides as one text, and a write would bake them in. The
+    write path refuses the same text, so reader and writer never disagree (issue 6)."""
+    start: int | None = None
+    middle = False
+    fenced = False
+    for number, line in enumerate(body.split("\n"), start=1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if line.startswith("<<<<<<< ") or line == "<<<<<<<":
+            start, middle = number, False
+        elif start is not None and line == "=======":
+            middle = True
+        elif start is not None and middle and (line.startswith(">>>>>>> ") or line == ">>>>>>>"):
+            return start
+    return None
 
 
 def _load_yaml(fm_text: str) -> dict[str, Any]:

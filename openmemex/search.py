@@ -11,7 +11,7 @@ from .errors import UsageError
 from .index import placeholders, split_tags
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
-from .text import build_query, normalize_ws
+from .text import build_query, check_text, normalize_ws
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
@@ -88,6 +88,7 @@ def check_limit(limit: int, maximum: int) -> int:
 def search(ctx: Context, query: str, scope: str = "both", type: str | None = None, limit: int = DEFAULT_LIMIT) -> SearchResult:
     if type is not None and type not in TYPES:
         raise UsageError(f"unknown type {type!r} — use one of: {', '.join(TYPES)}")
+    check_text(query, "the search query")
     limit = check_limit(limit, MAX_LIMIT)
     folders = ctx.folders(scope)
     freshness.sync(ctx, scope)
@@ -96,7 +97,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     if not expression:
         return result
     dirs = [str(f.path) for f in folders]
-    marks = ",".join("?" for _ in dirs)
+    marks = placeholders(dirs)
     params: list[object] = [expression, *dirs]
     type_clause = ""
     if type is not None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import MemexError, UsageError
-from .memfile import MAX_FILE_BYTES, serialize
+from .memfile import MAX_FILE_BYTES, conflict_marker_line, serialize
 from .model import Memory
 
 TMP_SUFFIX = ".tmp"
@@ -51,7 +51,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def render(memory: Memory) -> str:
-    """The file text, refused when a reader would quarantine it as too large (one limit)."""
+    """The file text, refused when a reader would quarantine it (too large, or holding
+    conflict markers): what is written can always be read back."""
+    marker = conflict_marker_line(memory.body)
+    if marker is not None:
+        raise UsageError(
+            f"the text holds git conflict markers (line {marker}) that would read as an unfinished merge — "
+            "put them in a ``` code block"
+        )
     text = serialize(memory)
     size = len(text.encode("utf-8"))
     if size > MAX_FILE_BYTES:

@@ -28,6 +28,26 @@ EN_STOPWORDS = frozenset(
 ZH_QUESTION_BIGRAMS = frozenset(["什么", "怎么", "如何", "为何", "为什", "哪些", "哪个", "请问"])
 
 
+def undecodable_at(text: str) -> int | None:
+    """Index of the first character UTF-8 cannot encode — a lone surrogate, which is how
+    Python hands over undecodable bytes (argv, file names) — or None. Every surface refuses
+    such text with one line instead of crashing where it is stored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def check_text(value: str, what: str) -> None:
+    """``undecodable_at`` as the usage error every core entry point raises."""
+    at = undecodable_at(value)
+    if at is not None:
+        from .errors import UsageError
+
+        raise UsageError(f"{what} is not valid UTF-8 (character {at + 1}) — pass plain UTF-8 text")
+
+
 def normalize_ws(text: str) -> str:
     return " ".join(text.split())
 

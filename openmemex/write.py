@@ -11,7 +11,7 @@ from . import freshness, store
 from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
-from .index import Folder
+from .index import Folder, placeholders
 from .lifecycle import successor_missing
 from .lookup import locked
 from .model import (
@@ -26,7 +26,7 @@ from .model import (
 )
 from .redact import RedactResult, redact
 from .redact.engine import PRIVATE_REPLACEMENT
-from .text import build_query, content_hash, jaccard, similarity_tokens
+from .text import build_query, check_text, content_hash, jaccard, similarity_tokens
 
 NEAR_DUP = 0.8  # design §3.4
 ECHO_THRESHOLD = 0.28  # D73, inclusive
@@ -71,15 +71,6 @@ def clean(ctx: Context, text: str) -> RedactResult:
     return redact(text, ctx.config.redact_patterns)
 
 
-def check_text(value: str, what: str) -> None:
-    """Text that cannot be stored as UTF-8 (lone surrogates from undecodable bytes) is a
-    usage error on every surface, never a crash at write time."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UsageError(
-            f"{what} is not valid UTF-8 (character {exc.start + 1}) — pass plain UTF-8 text"
-        ) from None
 
 
 def _check_choice(name: str, value: str, options: tuple[str, ...]) -> str:
@@ -210,7 +201,7 @@ def _clean_all(
 
 def exact_duplicate(ctx: Context, body: str, dirs: list[str]) -> tuple[str, str] | None:
     """(id, path) of an active memory in ``dirs`` with the same normalised text (design §3.4)."""
-    marks = ",".join("?" for _ in dirs)
+    marks = placeholders(dirs)
     row = ctx.conn.execute(
         f"SELECT id, file_path FROM memories WHERE content_hash = ? AND status = 'active' AND dir IN ({marks}) "
         "ORDER BY location = 'repo' DESC LIMIT 1",
@@ -224,7 +215,7 @@ def _candidates(ctx: Context, body: str, dirs: list[str]) -> list[tuple[str, str
     expression = build_query(body)
     if not expression:
         return []
-    marks = ",".join("?" for _ in dirs)
+    marks = placeholders(dirs)
     rows = ctx.conn.execute(
         f"SELECT m.id, m.file_path, m.content, m.source, m.created_at FROM memories_fts "
         f"JOIN memories m ON m.rowid = memories_fts.rowid "

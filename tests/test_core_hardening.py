@@ -8,6 +8,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -531,3 +532,37 @@ def test_a_second_worktree_is_not_a_duplicate_id(cli, git_repo: Path, tmp_path: 
     checks = {c["name"]: c for c in json.loads(cli("doctor", "--json").out)["checks"]}
     assert checks["duplicate ids"]["ok"], checks["duplicate ids"]
     assert checks["supersede chains"]["ok"]
+
+
+def test_a_conflicted_memory_mid_rebase_is_never_read_or_written(cli, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    """A real rebase leaves git's markers in the body: reading it showed both sides as one
+    text, and `status` rewrote the conflicted file. Now it is skipped with the way out."""
+    memory_id = json.loads(cli("add", "deploys happen on tuesdays", "--json").out)["id"]
+    assert cli("submit", memory_id).rc == 0
+    path = git_repo / ".ai" / "open-memex" / f"{memory_id}.md"
+    git("checkout", "-q", "-b", "side", cwd=git_repo)
+    path.write_text(path.read_text().replace("tuesdays", "mondays"))
+    git("commit", "-qam", "side", cwd=git_repo)
+    git("checkout", "-q", "main", cwd=git_repo)
+    path.write_text(path.read_text().replace("tuesdays", "thursdays"))
+    git("commit", "-qam", "main", cwd=git_repo)
+    git("checkout", "-q", "side", cwd=git_repo)
+    subprocess.run(["git", "rebase", "main"], cwd=git_repo, capture_output=True)
+    conflicted = path.read_text()
+    assert "<<<<<<< " in conflicted
+    listed = cli("list")
+    assert "unresolved git conflict markers" in listed.err and "open-memex resolve" in listed.err
+    assert memory_id not in listed.out
+    refused = cli("status", memory_id, "deprecated")
+    assert refused.rc == 1 and "unresolved git conflict markers" in refused.err
+    assert path.read_text() == conflicted  # untouched
+
+
+def test_conflict_markers_in_new_text_are_refused_unless_fenced(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    markers = "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch"
+    refused = cli("add", f"git conflicts look like:\n{markers}", "--scope", "personal")
+    assert refused.rc == 2 and "conflict markers" in refused.err and "code block" in refused.err
+    fenced = _add(cli, f"git conflicts look like:\n```\n{markers}\n```")
+    assert cli("reindex").rc == 0
+    assert fenced in cli("list", "--scope", "personal", "--json").out  # what is written reads back
+    assert _add(cli, "a setext heading\n=======\nis not a conflict")

@@ -123,11 +123,12 @@ def _error(message: str) -> None:
 def _undecodable(argv: Sequence[str]) -> str | None:
     """Python hands undecodable argv bytes over as lone surrogates (surrogateescape); they
     must not reach the write path, which would store or crash on them (issue 6, item 4)."""
+    from ..text import undecodable_at
+
     for number, token in enumerate(argv, start=1):
-        try:
-            token.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            code = ord(token[exc.start])
+        at = undecodable_at(token)
+        if at is not None:
+            code = ord(token[at])
             byte = f" (byte 0x{code - 0xDC00:02x})" if 0xDC80 <= code <= 0xDCFF else ""
             return f"argument {number} is not valid UTF-8{byte} — pass UTF-8 text (convert it with `iconv -t UTF-8`)"
     return None
