@@ -96,22 +96,6 @@ def test_damaged_index_pages_are_rebuilt_by_every_command(cli, data_root: Path, 
     assert len(list(data_root.glob("index.db.corrupt-*"))) <= 2  # a few kept for a bug report, not all
 
 
-def test_damage_found_after_the_read_started_still_answers(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
-    for i in range(300):
-        _add(cli, f"fact {i} about the turbine{i} maintenance window")
-    db = paths.index_path(data_root)
-    # Damage only FTS/data pages far from the start: connect and the warm check succeed,
-    # the failure comes from the search query itself.
-    with db.open("r+b") as fh:
-        size = db.stat().st_size
-        for offset in range(size // 2, size - 4096, 4096 * 3):
-            fh.seek(offset)
-            fh.write(b"\xff" * 4096)
-    result = run_process("search", "turbine42", "--json")
-    assert result.rc == 0, result.err
-    assert "Traceback" not in result.err
-
-
 # -- item 4 (core): text that is not UTF-8 ---------------------------------------------
 
 
@@ -459,6 +443,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(data_root: Path) -> N
 
 
 def test_a_damaged_text_cell_rebuilds_the_index(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    """Damage the freshness check never touches, found only by the search query itself:
+    the command still answers, from a rebuilt index, with one warning."""
     import sqlite3
 
     memory_id = _add(cli, "the widgets service owns the queue")
