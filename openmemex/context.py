@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from . import index, paths
 from .config import Config, load_config
@@ -22,6 +23,9 @@ from .index import Folder, Warn, warn_stderr
 from .locks import scope_lock
 from .model import PERSONAL_KEY, RESERVED_SCOPES
 from .scope import ProjectScope, resolve_project
+
+if TYPE_CHECKING:
+    from .folderwatch import FolderWatch
 
 SEARCH_SCOPES = ("project", "personal", "both", "all")
 WRITE_SCOPES = ("project", "personal")
@@ -35,6 +39,7 @@ class Context:
     cwd: Path
     warn: Warn = warn_stderr
     progress: Callable[[int, int], None] | None = None  # set by interactive surfaces
+    watch: FolderWatch | None = None  # set by long-running surfaces (the MCP server)
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _db_ino: int | None = field(default=None, repr=False)
 
@@ -116,12 +121,19 @@ class Context:
                 self._db_ino = None
         return self._conn
 
+    def index_inode(self) -> int | None:
+        """Which index file this context reads: a replaced file has no rows a watcher vouched for."""
+        _ = self.conn
+        return self._db_ino
+
     def recover_index(self) -> None:
         """The index file is damaged: have it moved aside (unless another process already
         did) and reconnect; the next reconcile rebuilds it from the files."""
         ours = self._db_ino
         self.close()
         index.recover(paths.index_path(self.root), ours, self.warn)
+        if self.watch is not None:
+            self.watch.forget_all()  # the new index knows nothing the watcher saw
         _ = self.conn
 
     def close(self) -> None:

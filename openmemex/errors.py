@@ -41,3 +41,11 @@ class ConflictError(MemexError):
 class IndexDamaged(MemexError):
     """The index file was damaged mid-command and has been moved aside to be rebuilt.
     Surfaces run the command once more; nothing had been written when this is raised."""
+
+
+def repository_refused(exc: BaseException) -> str | None:
+    """libgit2 refusing the repository's state (corrupt HEAD, locked refs, …): the user's
+    to fix, so every surface answers with one line instead of a crash report."""
+    if type(exc).__module__.split(".")[0] in ("pygit2", "_pygit2"):
+        return f"git: {exc} — check the repository with `git status`"
+    return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -35,7 +36,10 @@ def sync_folders(ctx: Context, folders: list[Folder], kind: str = "request") -> 
     """``sync`` for explicit folders (after a command moved files between scopes)."""
     for attempt in (0, 1):
         try:
-            stats = reconcile(ctx.conn, folders, kind=kind, warn=ctx.warn, progress=ctx.progress)
+            if ctx.watch is not None and kind == "request":
+                stats = ctx.watch.reconcile(ctx, folders)
+            else:
+                stats = reconcile(ctx.conn, folders, kind=kind, warn=ctx.warn, progress=ctx.progress)
             heal_chains(ctx, folders)
             return stats
         except sqlite3.DatabaseError as exc:
@@ -45,35 +49,43 @@ def sync_folders(ctx: Context, folders: list[Folder], kind: str = "request") -> 
     raise AssertionError("unreachable")
 
 
-def _scan(folder: Path) -> tuple[dict[str, Sig], dict[str, str]]:
-    """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``."""
+def _scan(folder: Path, only: set[str] | None = None) -> tuple[dict[str, Sig], dict[str, str]]:
+    """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``. With
+    ``only`` (file paths a watcher reported), just those are looked at."""
     found: dict[str, Sig] = {}
     odd: dict[str, str] = {}
+    if only is not None:
+        for path_text in only:
+            _classify(path_text, os.path.basename(path_text), None, found, odd)
+        return found, odd
     try:
         entries = os.scandir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return found, odd
     with entries:
         for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or name.startswith("."):
-                continue
-            if undecodable_at(name) is not None:  # git allows any bytes in a name; SQLite text does not
-                shown = entry.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                odd[shown] = "the file name is not valid UTF-8 — rename it (memory files are named <id>.md)"
-                continue
-            try:
-                if entry.is_symlink():
-                    odd[entry.path] = "symlink not followed (memory files must be regular files)"
-                    continue
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not entry.is_file(follow_symlinks=False):
-                odd[entry.path] = "not a regular file"
-                continue
-            found[entry.path] = stat_sig(st)
+            _classify(entry.path, entry.name, entry, found, odd)
     return found, odd
+
+
+def _classify(path_text: str, name: str, entry: os.DirEntry[str] | None,
+              found: dict[str, Sig], odd: dict[str, str]) -> None:  # fmt: skip
+    if not name.endswith(".md") or name.startswith("."):
+        return
+    if undecodable_at(name) is not None:  # git allows any bytes in a name; SQLite text does not
+        shown = path_text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        odd[shown] = "the file name is not valid UTF-8 — rename it (memory files are named <id>.md)"
+        return
+    try:
+        st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(path_text)
+    except OSError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        odd[path_text] = "symlink not followed (memory files must be regular files)"
+    elif not stat.S_ISREG(st.st_mode):
+        odd[path_text] = "not a regular file"
+    else:
+        found[path_text] = stat_sig(st)
 
 
 def reconcile(
@@ -90,18 +102,30 @@ def reconcile(
     return total
 
 
+def reconcile_names(conn: sqlite3.Connection, folder: Folder, only: set[str], warn: Warn = warn_stderr,
+                    progress: Callable[[int, int], None] | None = None) -> SyncStats:  # fmt: skip
+    """Re-check just the files ``only`` names (paths in ``folder``) — what a watcher saw
+    change; the rest of the folder is known to be as indexed. The folder's stored
+    fingerprint is left as it was: a process without a watcher sees it differ and compares
+    rows, as after any change."""
+    return _reconcile_folder(conn, folder, "request", warn, progress, only)
+
+
 def _reconcile_folder(
-    conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None
-) -> SyncStats:
+    conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None,
+    only: set[str] | None = None,
+) -> SyncStats:  # fmt: skip
     stats = SyncStats()
     key = str(folder.path)
-    seen = folder_checksum(folder.path)
-    stored = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
-    if stored is not None and (stored[0], stored[1]) == seen:
-        stats.scanned = seen[1]
-        if kind != "request":
-            _log_sync(conn, key, kind, stats)
-        return stats
+    seen = (0, 0)
+    if only is None:
+        seen = folder_checksum(folder.path)
+        stored = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
+        if stored is not None and (stored[0], stored[1]) == seen:
+            stats.scanned = seen[1]
+            if kind != "request":
+                _log_sync(conn, key, kind, stats)
+            return stats
     # Rows first, then the scan: a file another process writes and indexes in between is
     # then "new" (re-read, harmless), never "gone" (its row deleted).
     plain = conn.cursor()
@@ -109,13 +133,18 @@ def _reconcile_folder(
     known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM memories WHERE dir = ?", (key,))}
     held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM quarantine WHERE dir = ?", (key,))}
     plain.close()
-    on_disk, odd = _scan(folder.path)
+    if only is not None:
+        known = {p: sig for p, sig in known.items() if p in only}
+        held = {p: sig for p, sig in held.items() if p in only}
+    on_disk, odd = _scan(folder.path) if only is None else _scan(folder.path, only)
     stats.scanned = len(on_disk)
     changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
     removed = [p for p in known if p not in on_disk]
     new_odd = {p: reason for p, reason in odd.items() if p not in held}
     released = [p for p in held if p not in on_disk and p not in odd]
     if not (changed or removed or new_odd or released):
+        if only is not None:
+            return stats
         with index.transaction(conn):
             index.store_fingerprint(conn, key, seen)
             if kind != "request":  # explicit syncs (cli, submit, pull) are recorded even when idle (D31)
@@ -173,7 +202,8 @@ def _reconcile_folder(
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
         if stats.changed or bad or kind != "request":
             index.write_sync_row(conn, key, kind, stats, now)
-        index.store_fingerprint(conn, key, seen)
+        if only is None:
+            index.store_fingerprint(conn, key, seen)
     if len(rows) + len(removed) > 1000 and not conn.in_transaction:
         _checkpoint(conn)
     for path_text, _, reason in bad:

@@ -69,6 +69,10 @@ class StatusChange:
     new: str
     in_repo: bool
 
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.memory.id, "old": self.old, "new": self.new, "changed": self.old != self.new,
+                "in_repo": self.in_repo, "path": str(self.memory.path)}  # fmt: skip
+
 
 def set_status(ctx: Context, memory_id: str, status: str) -> StatusChange:
     if status not in STATUSES:
@@ -104,6 +108,10 @@ class Forgotten:
     in_repo: bool
     already: bool = False
     relinked: list[str] = field(default_factory=list)  # neighbours whose chain pointers changed
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "path": str(self.path), "soft": self.soft, "already": self.already,
+                "in_repo": self.in_repo, "relinked": self.relinked}  # fmt: skip
 
 
 def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:

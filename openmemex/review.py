@@ -53,6 +53,10 @@ class Transition:
     new: str
     in_repo: bool
 
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.memory.id, "old": self.old, "new": self.new, "in_repo": self.in_repo,
+                "path": str(self.memory.path), "review_history": self.memory.review_history}  # fmt: skip
+
 
 def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: bool = False,
             note: str | None = None, by: str | None = None) -> Transition:  # fmt: skip
@@ -119,6 +123,10 @@ class Proposal:
     source: str
     copy: Memory
     already: bool = False  # an active project memory with this text existed: nothing written
+
+    def to_json(self) -> dict[str, object]:
+        return {"source": self.source, "id": self.copy.id, "review_state": self.copy.review_state,
+                "path": str(self.copy.path), "already": self.already}  # fmt: skip
 
 
 def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bool = False,

@@ -63,6 +63,7 @@ class WriteResult:
             "path": self.path,
             "masked": list(self.masked),
             "similar": [{"id": s.id, "score": round(s.score, 3)} for s in self.similar],
+            **({"supersedes": self.replaced} if self.replaced else {}),
         }
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ from cyclopts import App
 from rich.text import Text
 
 from .. import __version__
-from ..errors import IndexDamaged, MemexError
+from ..errors import IndexDamaged, MemexError, repository_refused
 from ..terminal import safe
 from . import git_cmds, memories, store_cmds
 
@@ -59,6 +58,10 @@ for command in (
 ):  # fmt: skip
     app.command(command, name=command.__name__.rstrip("_").replace("_", "-"))
 app.command("openmemex.cli.demo:demo", name="demo", help="A guided tour in a throw-away sandbox (never touches your data).")
+# Lazy: `mcp` imports the MCP SDK (~0.8 s) and init/uninstall the client registry, only when run.
+app.command("openmemex.cli.agent_cmds:mcp", name="mcp", help="Run the MCP server on stdio, or print a client's config snippet.")
+app.command("openmemex.cli.client_cmds:init", name="init", help="Wire open-memex into your coding agents' MCP configs.")
+app.command("openmemex.cli.client_cmds:uninstall", name="uninstall", help="Remove what init wrote (never touches memory data).")
 
 
 # What a missing positional argument is called, and a call that works (issue 6, item 11).
@@ -80,6 +83,9 @@ def run(tokens: Sequence[str] | None = None) -> int:
     if undecodable:
         _error(undecodable)
         return EXIT_USAGE
+    tip = first_run_tip(argv)
+    if tip:
+        sys.stderr.write(tip + "\n")
     try:
         console = _help_console() if not argv or not _HELP_FLAGS.isdisjoint(argv) else None
         try:
@@ -104,9 +110,9 @@ def run(tokens: Sequence[str] | None = None) -> int:
         if isinstance(exc, cyclopts.CycloptsError):
             _error(usage_message(exc))
             return EXIT_USAGE
-        if type(exc).__module__.split(".")[0] in ("pygit2", "_pygit2"):
-            # the repository itself is in a state libgit2 refuses (corrupt HEAD, locked refs, …)
-            _error(f"git: {exc} — check the repository with `git status`")
+        refused = repository_refused(exc)
+        if refused is not None:
+            _error(refused)
             return 1
         return _crash(exc)
     if isinstance(result, bool):
@@ -174,6 +180,28 @@ def _word(name: str) -> str:
 
 
 _HELP_FLAGS = frozenset({"--help", "-h", "--version", "-V"})
+# init and uninstall are the remedy; mcp and merge-driver are run by programs, not people
+_NO_TIP = frozenset({"init", "uninstall", "mcp", "merge-driver"})
+TIP = f"{PROG}: tip: run `{PROG} init` to wire your coding agents (Claude Code, Codex, Cursor, VS Code, …)"
+
+
+def first_run_tip(argv: Sequence[str]) -> str | None:
+    """The one-line nudge towards ``init`` (F28), or None.
+
+    Shown only to a person: stderr must be a terminal, so scripts, hooks and the MCP server
+    stay quiet. Never for help or the version, nor for the commands in ``_NO_TIP``. Costs
+    one stat of ``<data root>/.init.json`` (D50), which init writes and uninstall removes.
+    """
+    if (argv and argv[0] in _NO_TIP) or not _HELP_FLAGS.isdisjoint(argv):
+        return None
+    try:
+        if sys.stderr is None or not sys.stderr.isatty():
+            return None
+        from ..clients.marker import marker_path
+
+        return None if marker_path().exists() else TIP
+    except (OSError, ValueError):
+        return None
 
 
 def _help_console() -> Console:
@@ -204,17 +232,9 @@ def _output_closed() -> int:
 
 
 def _crash(exc: BaseException) -> int:
-    from ..paths import data_root
+    from ..crashlog import summary
 
-    log = data_root() / "logs" / "crash.log"
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8", errors="backslashreplace") as fh:
-            fh.write("".join(traceback.format_exception(exc)) + "\n")
-        where = f"; details in {log}"
-    except OSError:
-        where = ""
-    sys.stderr.write(f"{PROG}: internal error: {safe(f'{type(exc).__name__}: {exc}')}{where}\n")
+    sys.stderr.write(f"{PROG}: {safe(summary(exc))}\n")
     return 70
 
 

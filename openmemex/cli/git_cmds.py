@@ -39,10 +39,7 @@ def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag
         note(f"open-memex: warning: committed {report.commit[:8]}; the git index could not be refreshed "
              f"(locked by another git command) — run `{report.repair}` once it is free")  # fmt: skip
     if json:
-        emit_json({"branch": report.branch, "commit": report.commit, "created_branch": report.created_branch,
-                   "submitted": [{"id": i, "review_state": s} for i, s in report.submitted],
-                   "recovered": report.recovered, "already": report.already,
-                   "index_refreshed": report.index_refreshed, "repair": report.repair})  # fmt: skip
+        emit_json(report.to_json())
         return 0
     for memory_id, state in report.submitted:
         out(f"submitted {memory_id} [{state}]")
@@ -160,8 +157,7 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
     with open_context() as ctx:
         proposals = run_propose(ctx, ids, to=to, local_approve=local_approve, by=by)
     if json:
-        emit_json({"proposed": [{"source": p.source, "id": p.copy.id, "review_state": p.copy.review_state,
-                                 "path": str(p.copy.path), "already": p.already} for p in proposals]})  # fmt: skip
+        emit_json({"proposed": [p.to_json() for p in proposals]})
         return 0
     for proposal in proposals:
         if proposal.already:
@@ -199,8 +195,7 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
     with open_context() as ctx:
         change = run_promote(ctx, memory_id, reject=reject, resubmit=resubmit, note=note_, by=by)
     if json:
-        emit_json({"id": change.memory.id, "old": change.old, "new": change.new, "in_repo": change.in_repo,
-                   "path": str(change.memory.path), "review_history": change.memory.review_history})  # fmt: skip
+        emit_json(change.to_json())
         return 0
     out(f"promote {change.memory.id}: {change.old} → {change.new}")
     for entry in change.memory.review_history:
@@ -246,8 +241,7 @@ def resolve(target: str | None = None, /, *, json: Flag = False) -> int:
             return 0
         report = run_resolve(ctx, target)
     if json:
-        emit_json({"path": report.path, "resolved": report.outcome.clean, "auto_merged": report.auto,
-                   "conflicts": report.outcome.conflicts, "labels": list(report.labels)})  # fmt: skip
+        emit_json(report.to_json())
         return 0 if report.outcome.clean else 3
     if report.outcome.clean:
         merged = f"  auto-merged: {', '.join(report.auto)}" if report.auto else ""

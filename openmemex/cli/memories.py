@@ -229,7 +229,7 @@ def supersede(
             aliases=split_list(aliases, ";") if aliases is not None else None,
         )  # fmt: skip
     if json:
-        emit_json({**result.to_json(), "supersedes": result.replaced})
+        emit_json(result.to_json())
         return 0
     out(f"superseded {result.replaced} → {result.id}")
     _notices(result.masked, result.private_spans)
@@ -253,8 +253,7 @@ def status(memory_id: str, new_status: str, /, *, json: Flag = False) -> int:
     with open_context() as ctx:
         change = set_status(ctx, memory_id, new_status)
     if json:
-        emit_json({"id": change.memory.id, "old": change.old, "new": change.new, "changed": change.old != change.new,
-                   "in_repo": change.in_repo, "path": str(change.memory.path)})  # fmt: skip
+        emit_json(change.to_json())
         return 0
     out(f"status {change.memory.id} → {change.new}" + (" (unchanged)" if change.old == change.new else ""))
     if change.in_repo:
@@ -279,8 +278,7 @@ def forget(memory_id: str, /, *, soft: Flag = False, json: Flag = False) -> int:
     with open_context() as ctx:
         gone = run_forget(ctx, memory_id, soft=soft)
     if json:
-        emit_json({"id": gone.id, "path": str(gone.path), "soft": gone.soft, "already": gone.already,
-                   "in_repo": gone.in_repo, "relinked": gone.relinked})  # fmt: skip
+        emit_json(gone.to_json())
         return 0
     if gone.soft:
         state = "already hidden" if gone.already else "hidden"

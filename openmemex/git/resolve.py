@@ -89,6 +89,10 @@ class ResolveReport:
     labels: tuple[str, str]
     auto: list[str] = field(default_factory=list)
 
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "resolved": self.outcome.clean, "auto_merged": self.auto,
+                "conflicts": self.outcome.conflicts, "labels": list(self.labels)}  # fmt: skip
+
 
 def _stage_blobs(gitrepo: GitRepo, rel: str) -> tuple[bytes | None, bytes | None, bytes | None]:
     import pygit2

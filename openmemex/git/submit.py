@@ -53,6 +53,12 @@ class SubmitReport:
     repair: str | None = None  # the command that makes the index match the commit
     notices: list[str] = field(default_factory=list)
 
+    def to_json(self) -> dict[str, object]:
+        return {"branch": self.branch, "commit": self.commit, "created_branch": self.created_branch,
+                "submitted": [{"id": i, "review_state": s} for i, s in self.submitted],
+                "recovered": self.recovered, "already": self.already,
+                "index_refreshed": self.index_refreshed, "repair": self.repair}  # fmt: skip
+
 
 @dataclass
 class CommitResult:
@@ -89,6 +95,10 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
     for memory_id in ids:
         rows = rows_for(ctx.conn, memory_id, folders)
         if not rows:
+            freshness.sync(ctx, "personal")
+            if rows_for(ctx.conn, memory_id, ctx.folders("personal")):
+                raise MemexError(f"{memory_id} is a personal memory — copy it into the project first: "
+                                 f"open-memex propose {memory_id} (memory_propose), then submit the copy")  # fmt: skip
             raise MemexError(f"no project memory with id {memory_id!r} in the outbox — see `open-memex sync-status`")
         locations = {r["location"] for r in rows}
         if "outbox" not in locations:

@@ -141,3 +141,15 @@ def _items(items: list[Item], cap: int | None) -> list[str]:
     if cap is not None and len(items) > cap:
         lines.append(f"  … and {len(items) - cap} more (full list: open-memex sync-status)")
     return lines
+
+
+def outbox_count(ctx: Context) -> int:
+    """Drafts waiting in this project's outbox (D53): what the MCP handshake and every
+    mutating tool result report, so the agent is told instead of polling. Counts what
+    ``sync-status`` lists as the outbox."""
+    folder = ctx.folder_for_key(ctx.project.key)
+    freshness.sync_folders(ctx, [folder])
+    row = ctx.conn.execute(
+        "SELECT COUNT(*) FROM memories WHERE dir = ? AND status IN ('active', 'deprecated')", (str(folder.path),)
+    ).fetchone()
+    return int(row[0])

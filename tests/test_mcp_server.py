@@ -1,0 +1,490 @@
+"""The MCP server (issue 7): a real MCP client drives ``open-memex mcp`` over stdio.
+
+The subprocess tests spawn the server exactly as an editor does (the `mcp` package's stdio
+client, the server's own OPEN_MEMEX_HOME in ``env``); the in-process tests use the SDK's
+``Client`` on the same server object for the many small cases.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex.server.app import TOOL_NAMES, build
+from openmemex.server.calls import Session
+from tests.conftest import git, run_process
+from tests.fake_github import FakeGitHub, FakeReview
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+TOKEN = "ghp_fake_test_token_123"
+BRANCH = "memex/submit-1"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def server_params(cwd: Path, data_root: Path, extra: dict[str, str] | None = None) -> Any:
+    from mcp import StdioServerParameters
+
+    env = {"OPEN_MEMEX_HOME": str(data_root), "HOME": os.environ["HOME"],
+           "GIT_CONFIG_GLOBAL": os.environ["GIT_CONFIG_GLOBAL"], "GIT_CONFIG_NOSYSTEM": "1", **(extra or {})}  # fmt: skip
+    return StdioServerParameters(command=sys.executable, args=["-m", "openmemex", "mcp"], env=env, cwd=str(cwd))
+
+
+@asynccontextmanager
+async def stdio_session(cwd: Path, data_root: Path, extra: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    from mcp import ClientSession, stdio_client
+
+    # the server's stderr goes to a real file (pytest's captured stderr has no descriptor)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        async with stdio_client(server_params(cwd, data_root, extra), errlog=errlog) as (read, write), \
+                ClientSession(read, write) as session:
+            yield session
+
+
+@asynccontextmanager
+async def in_process(cwd: Path | None = None, watch: bool = True) -> AsyncIterator[Any]:
+    from mcp import Client
+
+    session = Session.start(cwd, watch=watch)
+    try:
+        async with Client(build(session)) as client:
+            yield client
+    finally:
+        session.close()
+
+
+def text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content)
+
+
+def every_file_text(*roots: Path) -> str:
+    chunks = []
+    for root in roots:
+        for path in root.rglob("*.md"):
+            chunks.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(chunks)
+
+
+# -- the whole chain over stdio ------------------------------------------------------------
+async def test_full_chain_over_stdio(git_repo: Path, data_root: Path, cli: Any) -> None:
+    git("switch", "-q", "-c", BRANCH, cwd=git_repo)
+    with FakeGitHub(token=TOKEN) as fake:
+        assert cli("config", "set", "github.apiUrl", fake.base_url).rc == 0
+        seen: list[str] = []
+        async with stdio_session(git_repo, data_root, {"GH_TOKEN": TOKEN}) as s:
+            init = await s.initialize()
+            assert "memory_status" in (init.instructions or "")
+            assert init.server_info.name == "open-memex"
+            tools = (await s.list_tools()).tools
+            assert sorted(t.name for t in tools) == sorted(TOOL_NAMES) and len(tools) == 11
+
+            async def call(name: str, args: dict[str, Any]) -> Any:
+                result = await s.call_tool(name, args)
+                assert not result.is_error, f"{name}: {text(result)}"
+                seen.append(text(result) + json.dumps(result.structured_content))
+                return result
+
+            added = await call("memory_add", {"content": f"Deploys run on Fridays; the CI token is {SECRET}",
+                                              "type": "decision", "tags": ["deploy"]})  # fmt: skip
+            first = added.structured_content["id"]
+            assert added.structured_content["masked"], "the token must be reported masked"
+            assert "Secret masked" in text(added)
+
+            found = await call("memory_search", {"query": "friday deploys"})
+            assert [h["id"] for h in found.structured_content["hits"]] == [first]
+
+            listed = await call("memory_list", {})
+            assert f"id={first}" in text(listed) and "source=tool" in text(listed)
+
+            replaced = await call("memory_supersede", {"id": first, "content": "Deploys run on Thursdays now."})
+            second = replaced.structured_content["id"]
+            assert second != first and f"Replaced {first} with {second}" in text(replaced)
+
+            personal = await call("memory_add", {"content": "I like small focused commits", "scope": "personal",
+                                                 "type": "preference"})  # fmt: skip
+            mine = personal.structured_content["id"]
+            proposed = await call("memory_propose", {"ids": [mine]})
+            copy = proposed.structured_content["proposed"][0]["id"]
+
+            submitted = await call("memory_submit", {"ids": [second, copy]})
+            assert {x["id"] for x in submitted.structured_content["submitted"]} == {second, copy}
+            committed = git("show", "--name-only", "--format=%s", "HEAD", cwd=git_repo)
+            assert f".ai/open-memex/{second}.md" in committed and f".ai/open-memex/{copy}.md" in committed
+
+            promoted = await call("memory_promote", {"id": copy})
+            assert "proposed → approved" in text(promoted)
+
+            resolved = await call("memory_resolve", {})
+            assert "(no conflicted memory files)" in text(resolved)
+
+            fake.add_pull("acme", "widgets", BRANCH, reviews=[FakeReview("alice", "APPROVED")],
+                          files=[f".ai/open-memex/{second}.md"])  # fmt: skip
+            report = await call("memory_pr_status", {})
+            assert report.structured_content["pr"]["number"] == 1
+            assert any(m["id"] == second and m["to"] == "approved" for m in report.structured_content["memories"])
+
+            forgotten = await call("memory_forget", {"id": mine})
+            assert f"Deleted {mine}" in text(forgotten)
+            again = await s.call_tool("memory_search", {"query": "small focused commits", "scope": "personal"})
+            assert again.structured_content["hits"] == []
+    # the secret was masked before it was written: nowhere raw, in no result and no file
+    assert SECRET not in "\n".join(seen)
+    assert SECRET not in every_file_text(data_root, git_repo)
+    assert SECRET[:4] in every_file_text(git_repo / ".ai" / "open-memex", data_root)
+
+
+# -- stdout carries only the protocol --------------------------------------------------------
+def test_stdout_is_only_json_rpc(git_repo: Path, data_root: Path) -> None:
+    """A raw session, read frame by frame: every stdout line is one JSON-RPC message, also
+    while the core warns (a broken teammate file), fails (unknown id, bad enum) and writes."""
+    broken = git_repo / ".ai" / "open-memex"
+    broken.mkdir(parents=True)
+    (broken / "01BROKEN0000000000000000AA.md").write_text("---\nid: [unclosed\n---\nbody\n")
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
+    proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=git_repo, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: list[bytes] = []
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+
+    def reply(number: int) -> dict[str, Any]:
+        assert proc.stdout is not None
+        while True:
+            line = proc.stdout.readline()
+            assert line, "the server closed stdout early: " + (proc.stderr.read().decode() if proc.stderr else "")
+            lines.append(line)
+            message = json.loads(line)
+            if message.get("id") == number:
+                return dict(message)
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        assert "memory_status" in reply(1)["result"]["instructions"]
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert len(reply(2)["result"]["tools"]) == 11
+        calls = [("memory_add", {"content": "raw wire check: the staging DB is slow on Mondays"}),
+                 ("memory_search", {"query": "staging slow"}),
+                 ("memory_search", {"query": "x", "type": "decisions"}),
+                 ("memory_forget", {"id": "01NOSUCHMEMORY00000000000Z"}),
+                 ("memory_list", {"scope": "both", "include": "all"}),
+                 ("memory_status", {})]  # fmt: skip
+        results = []
+        for number, (name, args) in enumerate(calls, start=3):
+            send({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": {"name": name, "arguments": args}})
+            results.append(reply(number)["result"])
+        assert not results[0]["isError"] and not results[1]["isError"]
+        assert results[2]["isError"] and "decision" in results[2]["content"][0]["text"]
+        assert results[3]["isError"] and "open-memex error:" in results[3]["content"][0]["text"]
+        assert "note: skipped" in results[1]["content"][0]["text"] or "note: skipped" in results[0]["content"][0]["text"]
+    finally:
+        rest, err = proc.communicate(timeout=30)  # closes stdin: the server ends on EOF
+    lines.extend(rest.splitlines(keepends=True))
+    assert lines
+    for line in lines:
+        message = json.loads(line)
+        assert message["jsonrpc"] == "2.0"
+    assert b"skipped" in err  # the warning went to stderr as well, never to stdout
+    assert proc.returncode == 0
+
+
+# -- concurrency: threads in the server plus a second process --------------------------------
+def _stress_audit() -> Any:
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "stress.py"
+    spec = importlib.util.spec_from_file_location("omx_stress_audit", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.path.insert(0, str(path.parent))  # its sibling `isolation` module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+async def test_concurrent_calls_and_a_second_process(git_repo: Path, data_root: Path, cli: Any) -> None:
+    import anyio
+
+    base = cli("add", "The shared chain starts here: builds use cache v1", "--json")
+    chain_start = json.loads(base.out)["id"]
+    stop = threading.Event()
+    other: list[str] = []
+
+    def second_process() -> None:
+        n = 0
+        while not stop.is_set() and n < 12:
+            r = run_process("add", f"second process fact number {n} about widgets", "--json", cwd=git_repo)
+            assert r.rc == 0, r.err
+            other.append(json.loads(r.out)["id"])
+            n += 1
+
+    writer = threading.Thread(target=second_process)
+    writer.start()
+    outcomes: dict[str, Any] = {}
+    try:
+        async with stdio_session(git_repo, data_root) as s:
+            await s.initialize()
+
+            async def one(key: str, name: str, args: dict[str, Any]) -> None:
+                outcomes[key] = await s.call_tool(name, args)
+
+            async with anyio.create_task_group() as group:
+                for i in range(12):
+                    group.start_soon(one, f"add{i}", "memory_add", {"content": f"server fact {i}: queue depth limit {i}"})
+                for i in range(4):  # the same text four times at once: one file, three "exists"
+                    group.start_soon(one, f"same{i}", "memory_add", {"content": "identical text from four calls"})
+                for i in range(3):  # one supersede wins, the others are told who replaced it
+                    group.start_soon(one, f"sup{i}", "memory_supersede",
+                                     {"id": chain_start, "content": f"builds use cache v{i + 2}"})
+                for i in range(6):
+                    group.start_soon(one, f"search{i}", "memory_search", {"query": "queue depth"})
+            stop.set()
+            await anyio.to_thread.run_sync(writer.join)
+            final = await s.call_tool("memory_search", {"query": "second process fact widgets", "limit": 50})
+    finally:
+        stop.set()
+        writer.join()
+    for key, result in outcomes.items():
+        if key.startswith(("add", "same", "search")):
+            assert not result.is_error, f"{key}: {text(result)}"
+    sames = [outcomes[f"same{i}"].structured_content for i in range(4)]
+    assert sorted(x["status"] for x in sames) == ["exists", "exists", "exists", "saved"]
+    assert len({x["id"] for x in sames}) == 1
+    wins = [outcomes[f"sup{i}"] for i in range(3) if not outcomes[f"sup{i}"].is_error]
+    assert len(wins) == 1, [text(outcomes[f"sup{i}"]) for i in range(3)]
+    # every memory the other process saved is found by the server right after
+    hits = {h["id"] for h in final.structured_content["hits"]}
+    assert set(other) <= hits
+    stress = _stress_audit()
+    with_index = run_process("search", "anything", cwd=git_repo)  # one more read: the index in step
+    assert with_index.rc == 0
+    report = stress.audit(stress.memory_folders(data_root, git_repo / ".ai" / "open-memex"),
+                          data_root / "index.db", data_root / "logs" / "crash.log")  # fmt: skip
+    assert report.clean, report.examples
+    assert report.files == 1 + 12 + 1 + 1 + len(other)
+
+
+# -- in-process: schema, errors, notes -------------------------------------------------------
+async def test_schema_refuses_bad_input_before_any_code_runs(git_repo: Path) -> None:
+    async with in_process() as c:
+        bad_type = await c.call_tool("memory_search", {"query": "x", "type": "decisions"})
+        assert bad_type.is_error and "'decision'" in text(bad_type)
+        empty = await c.call_tool("memory_add", {"content": ""})
+        assert empty.is_error
+        bad_limit = await c.call_tool("memory_list", {"limit": 1000})
+        assert bad_limit.is_error
+        tools = (await c.list_tools()).tools
+    by_name = {t.name: t for t in tools}
+    schema = by_name["memory_add"].input_schema
+    assert {"content", "type", "scope", "tags"} <= set(schema["properties"])
+    assert schema["required"] == ["content"]
+    assert "decision" in schema["properties"]["type"]["enum"]
+    ann = {t.name: t.annotations for t in tools}
+    assert all(ann[n].read_only_hint for n in ("memory_search", "memory_list", "memory_status"))
+    assert ann["memory_forget"].destructive_hint is True
+    assert ann["memory_pr_status"].read_only_hint is False and ann["memory_pr_status"].open_world_hint is True
+    assert all(a is not None and a.open_world_hint is not None for a in ann.values())
+    size = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools],
+                          separators=(",", ":")))  # fmt: skip
+    assert size <= 10 * 1024, f"tools/list is {size} bytes"
+
+
+async def test_errors_name_the_next_step(git_repo: Path) -> None:
+    async with in_process() as c:
+        missing = await c.call_tool("memory_forget", {"id": "01NOSUCHMEMORY00000000000Z"})
+        assert missing.is_error
+        assert text(missing).startswith("open-memex error: ") and "Traceback" not in text(missing)
+        personal = await c.call_tool("memory_add", {"content": "I work mornings", "scope": "personal"})
+        pid = personal.structured_content["id"]
+        wrong = await c.call_tool("memory_submit", {"ids": [pid]})
+        assert wrong.is_error and "propose" in text(wrong)
+
+
+async def test_outbox_note_only_when_drafts_wait(git_repo: Path) -> None:
+    async with in_process() as c:
+        personal = await c.call_tool("memory_add", {"content": "I prefer dark themes", "scope": "personal"})
+        assert "draft(s) waiting" not in text(personal)
+        project = await c.call_tool("memory_add", {"content": "The API gateway times out after 29 seconds"})
+        assert "[open-memex: 1 draft(s) waiting in the project outbox" in text(project)
+        search = await c.call_tool("memory_search", {"query": "gateway"})
+        assert "draft(s) waiting" not in text(search)  # reads stay quiet (D53)
+
+
+async def test_handshake_counts_waiting_drafts(git_repo: Path, cli: Any) -> None:
+    async with in_process() as c:
+        assert "draft(s) are waiting" not in (c.instructions or "")
+    cli("add", "a waiting draft about logging levels")
+    async with in_process() as c:
+        assert "Right now 1 draft(s) are waiting" in (c.instructions or "")
+
+
+async def test_turn_echo_guard_refuses_a_reworded_capture(git_repo: Path, cli: Any) -> None:
+    stored = cli("add", "remember the staging database resets every night at 2am", "--source", "keyword", "--json")
+    stored_id = json.loads(stored.out)["id"]
+    async with in_process() as c:
+        echo = await c.call_tool("memory_add", {"content": "The staging database resets every night at 2am."})
+        assert not echo.is_error
+        assert echo.structured_content["status"] == "refused"
+        assert stored_id in text(echo) and "memory_supersede" in text(echo)
+        new = await c.call_tool("memory_add", {"content": "Feature flags live in LaunchDarkly, project web"})
+        assert new.structured_content["status"] == "saved"
+
+
+async def test_terminal_escapes_in_memories_are_shown_not_sent(git_repo: Path) -> None:
+    async with in_process() as c:
+        await c.call_tool("memory_add", {"content": "colour \x1b[31mred\x1b[0m alert text"})
+        found = await c.call_tool("memory_search", {"query": "alert"})
+    assert "\x1b" not in text(found) and "\\x1b" in text(found)
+
+
+# -- freshness without a stat scan per call --------------------------------------------------
+def _watch(session: Session) -> Any:
+    assert session.watch is not None, "inotify is available on Linux"
+    return session.watch
+
+
+@pytest.fixture
+def linux_only() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the folder watcher uses inotify (other systems keep the stat scan)")
+
+
+async def test_clean_calls_scan_nothing_and_see_every_change(git_repo: Path, data_root: Path, cli: Any,
+                                                             linux_only: None) -> None:  # fmt: skip
+    from mcp import Client
+
+    session = Session.start()
+    watch = _watch(session)
+    try:
+        async with Client(build(session)) as c:
+            await c.call_tool("memory_add", {"content": "alpha note about retries"})
+            await c.call_tool("memory_search", {"query": "alpha"})
+            full_before = watch.counters["full"]
+            for _ in range(5):
+                await c.call_tool("memory_search", {"query": "alpha"})
+            assert watch.counters["full"] == full_before, "no full scan when nothing changed"
+            assert watch.counters["clean"] > 0
+            # another process writes: seen at once, by looking at that file only
+            other = json.loads(cli("add", "beta note from the CLI about caching", "--json").out)["id"]
+            files_before = watch.counters["files"]
+            hit = await c.call_tool("memory_search", {"query": "beta caching"})
+            assert [h["id"] for h in hit.structured_content["hits"]] == [other]
+            assert watch.counters["full"] == full_before and watch.counters["files"] > files_before
+            # a hand edit that keeps size and mtime is still an event
+            path = next((data_root / "memories").rglob(f"{other}.md"))
+            before = path.stat()
+            body = path.read_text()
+            path.write_text(body.replace("caching", "hashing"))
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+            assert path.stat().st_size == before.st_size
+            edited = await c.call_tool("memory_search", {"query": "hashing"})
+            assert [h["id"] for h in edited.structured_content["hits"]] == [other]
+            # deleted by hand
+            path.unlink()
+            gone = await c.call_tool("memory_search", {"query": "hashing"})
+            assert gone.structured_content["hits"] == []
+    finally:
+        session.close()
+
+
+async def test_index_deleted_or_damaged_under_a_running_server(git_repo: Path, data_root: Path, cli: Any,
+                                                               linux_only: None) -> None:  # fmt: skip
+    """Scenario 64: delete index.db, and the server still finds what another process wrote."""
+    async with in_process() as c:
+        saved = await c.call_tool("memory_add", {"content": "gamma: the cron runs hourly"})
+        gid = saved.structured_content["id"]
+        (data_root / "index.db").unlink()
+        for suffix in ("-wal", "-shm"):
+            (data_root / f"index.db{suffix}").unlink(missing_ok=True)
+        other = json.loads(cli("add", "delta: logs rotate daily", "--json").out)["id"]
+        found = await c.call_tool("memory_search", {"query": "gamma cron"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [gid]
+        found = await c.call_tool("memory_search", {"query": "delta logs rotate"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [other]
+        # damaged in place: moved aside, rebuilt, answered
+        db = data_root / "index.db"
+        with db.open("r+b") as fh:
+            fh.seek(4096)
+            fh.write(b"\xff" * 8192)
+        found = await c.call_tool("memory_search", {"query": "gamma cron"})
+        assert not found.is_error, text(found)
+        assert [h["id"] for h in found.structured_content["hits"]] == [gid]
+
+
+async def test_branch_switch_is_noticed(git_repo: Path, linux_only: None) -> None:
+    memdir = git_repo / ".ai" / "open-memex"
+    async with in_process() as c:
+        added = await c.call_tool("memory_add", {"content": "epsilon: feature branches are squash-merged"})
+        mid = added.structured_content["id"]
+        git("switch", "-q", "-c", "topic", cwd=git_repo)
+        submitted = await c.call_tool("memory_submit", {"ids": [mid]})
+        assert not submitted.is_error, text(submitted)
+        assert (memdir / f"{mid}.md").exists()
+        found = await c.call_tool("memory_search", {"query": "squash merged"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [mid]
+        git("switch", "-q", "main", cwd=git_repo)  # the memory is not on main
+        assert not (memdir / f"{mid}.md").exists()
+        found = await c.call_tool("memory_search", {"query": "squash merged"})
+        assert found.structured_content["hits"] == []
+        git("switch", "-q", "topic", cwd=git_repo)
+        found = await c.call_tool("memory_search", {"query": "squash merged"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [mid]
+
+
+async def test_queue_overflow_falls_back_to_a_full_check(git_repo: Path, data_root: Path, cli: Any,
+                                                         linux_only: None) -> None:  # fmt: skip
+    from mcp import Client
+
+    from openmemex.folderwatch import IN_Q_OVERFLOW
+
+    session = Session.start()
+    watch = _watch(session)
+    try:
+        async with Client(build(session)) as c:
+            await c.call_tool("memory_search", {"query": "anything"})
+            full = watch.counters["full"]
+            watch._event(-1, IN_Q_OVERFLOW, b"")  # what the kernel sends when its queue overflowed
+            other = json.loads(cli("add", "zeta: overflow drill", "--json").out)["id"]
+            found = await c.call_tool("memory_search", {"query": "overflow drill"})
+            assert [h["id"] for h in found.structured_content["hits"]] == [other]
+            assert watch.counters["full"] > full
+    finally:
+        session.close()
+
+
+async def test_without_a_watcher_the_stat_scan_keeps_reads_fresh(git_repo: Path, cli: Any) -> None:
+    async with in_process(watch=False) as c:
+        await c.call_tool("memory_search", {"query": "x"})
+        other = json.loads(cli("add", "eta: without inotify", "--json").out)["id"]
+        found = await c.call_tool("memory_search", {"query": "without inotify"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [other]
+
+
+@pytest.fixture(autouse=True)
+def _no_token(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """pr-status must only see the token a test hands the server."""
+    for var in ("GH_TOKEN", "GITHUB_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    yield
