@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import queue
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +73,10 @@ def run_checks(ctx: Context) -> list[Check]:
     checks.append(Check("git memex", shutil.which("git-memex") is not None,
                         "git-memex is on PATH" if shutil.which("git-memex") else
                         "git-memex is not on PATH — add the folder of the open-memex script to PATH"))  # fmt: skip
+    checks.append(mcp_handshake(ctx))
+    from .clients import doctor_checks
+
+    checks.extend(Check(name, ok, detail) for name, ok, detail in doctor_checks())
     man_dirs = [d for d in os.environ.get("MANPATH", "").split(os.pathsep) if d]
     on_manpath = str(manpath()) in man_dirs
     checks.append(Check("man page", on_manpath, "git memex --help finds git-memex.1" if on_manpath else
@@ -111,3 +121,74 @@ def _chains(conn: sqlite3.Connection, dirs: list[str]) -> Check:
         return Check("supersede chains", True, "every chain has one head")
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return Check("supersede chains", False, f"{len(problems)} problem(s): " + "; ".join(problems[:5]) + more)
+
+
+HANDSHAKE_TIMEOUT_S = 20.0
+
+
+def mcp_handshake(ctx: Context, timeout: float = HANDSHAKE_TIMEOUT_S) -> Check:
+    """Start ``open-memex mcp`` as an editor would (a child process on stdio, this data
+    root) and speak raw JSON-RPC to it: initialize, then tools/list must name exactly the
+    eleven tools, and nothing but protocol may appear on its stdout."""
+    from .server.names import TOOL_NAMES
+
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(ctx.root)}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "open-memex doctor", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]  # fmt: skip
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=ctx.cwd, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    except OSError as exc:
+        return Check("mcp handshake", False, f"could not start the server: {exc.strerror}")
+    lines: queue.Queue[bytes] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(b"")
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    started = time.monotonic()
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+        tools: list[str] | None = None
+        while tools is None:
+            left = timeout - (time.monotonic() - started)
+            line = lines.get(timeout=max(left, 0.01))
+            if not line:
+                err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+                return Check("mcp handshake", False, "the server exited: " + (err[-1] if err else "no message"))
+            message = json.loads(line)  # a non-JSON line on stdout is a broken wire: reported below
+            if message.get("id") == 2:
+                tools = [t["name"] for t in message.get("result", {}).get("tools", [])]
+    except queue.Empty:
+        return Check("mcp handshake", False, f"no answer within {timeout:.0f} s — run `open-memex mcp` to see why")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return Check("mcp handshake", False, "the server wrote something that is not JSON-RPC on stdout")
+    except OSError as exc:
+        return Check("mcp handshake", False, f"the server closed its input: {exc}")
+    finally:
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    elapsed = time.monotonic() - started
+    if sorted(tools) != sorted(TOOL_NAMES):
+        return Check("mcp handshake", False, f"expected the eleven memory_* tools, got {len(tools)}: {', '.join(tools)}")
+    return Check("mcp handshake", True, f"{len(tools)} tools listed in {elapsed:.1f} s")

@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from openmemex.server.app import TOOL_NAMES, build
+from openmemex.server.app import build
 from openmemex.server.calls import Session
+from openmemex.server.names import TOOL_NAMES
 from tests.conftest import git, run_process
 from tests.fake_github import FakeGitHub, FakeReview
 
@@ -488,3 +489,11 @@ def _no_token(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in ("GH_TOKEN", "GITHUB_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+def test_doctor_runs_a_live_handshake(git_repo: Path, cli: Any) -> None:
+    result = cli("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(result.out)["checks"]}
+    assert checks["mcp handshake"]["ok"], checks["mcp handshake"]
+    assert checks["mcp handshake"]["detail"].startswith("11 tools listed")
+    assert checks["yaml"]["ok"]

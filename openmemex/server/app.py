@@ -26,6 +26,7 @@ from .. import __version__, guidance
 from ..context import Context
 from ..terminal import safe
 from .calls import Session, ToolFailure
+from .names import TOOL_NAMES
 
 log = logging.getLogger("open-memex.mcp")
 
@@ -44,10 +45,6 @@ def _untitled(schema: Any) -> Any:
     return schema
 
 
-TOOL_NAMES = (
-    "memory_add", "memory_search", "memory_list", "memory_supersede", "memory_forget", "memory_status",
-    "memory_submit", "memory_propose", "memory_promote", "memory_resolve", "memory_pr_status",
-)  # fmt: skip
 STATUS_CAP = 20  # entries per section in memory_status (the CLI shows all)
 
 MemoryType = Literal[
@@ -392,6 +389,8 @@ def build(session: Session, drafts: int | None = None) -> Any:
 
         return call(render)
 
+    if sorted(t.name for t in tools) != sorted(TOOL_NAMES):
+        raise AssertionError(f"tools out of step with names.TOOL_NAMES: {[t.name for t in tools]}")
     return MCPServer("open-memex", version=__version__, instructions=guidance.handshake(drafts), tools=tools,
                      log_level="WARNING")  # fmt: skip
 
