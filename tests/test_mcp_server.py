@@ -497,3 +497,33 @@ def test_doctor_runs_a_live_handshake(git_repo: Path, cli: Any) -> None:
     assert checks["mcp handshake"]["ok"], checks["mcp handshake"]
     assert checks["mcp handshake"]["detail"].startswith("11 tools listed")
     assert checks["yaml"]["ok"]
+
+
+async def test_hostile_inputs_are_one_line_errors(git_repo: Path, data_root: Path) -> None:
+    async with in_process() as c:
+        lone = await c.call_tool("memory_add", {"content": "bad \ud800 surrogate"})  # JSON allows "\\ud800"
+        assert lone.is_error and "unicode" in text(lone).lower()  # refused by the schema
+        saved = await c.call_tool("memory_add", {"content": "theta: the release train leaves on Tuesdays"})
+        (git_repo / ".git" / "index.lock").write_text("")  # another git command is running
+        locked = await c.call_tool("memory_submit", {"ids": [saved.structured_content["id"]]})
+        # the commit is made without the index; refreshing it is owed, and the result says how
+        assert not locked.is_error, text(locked)
+        assert "could not be refreshed" in text(locked) and "Traceback" not in text(locked)
+        (git_repo / ".git" / "index.lock").unlink()
+        again = await c.call_tool("memory_submit", {"ids": [saved.structured_content["id"]]})  # pays what is owed
+        assert not again.is_error, text(again)
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+    assert list(data_root.glob("logs/crash.log")) == []
+
+
+async def test_data_root_removed_under_a_running_server(git_repo: Path, data_root: Path, cli: Any) -> None:
+    import shutil
+
+    async with in_process() as c:
+        await c.call_tool("memory_add", {"content": "iota: to be wiped", "scope": "personal"})
+        shutil.rmtree(data_root)
+        other = json.loads(cli("add", "kappa: written after the wipe", "--scope", "personal", "--json").out)["id"]
+        found = await c.call_tool("memory_search", {"query": "wiped after", "scope": "personal"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [other]
+        again = await c.call_tool("memory_add", {"content": "lambda: saved by the server after the wipe"})
+        assert again.structured_content["status"] == "saved"
