@@ -37,12 +37,18 @@ ECHO = (
 )
 
 
-def handshake(drafts: int) -> str:
+def handshake(drafts: int, project: str = "") -> str:
     """The MCP ``initialize`` instructions (D34, D35, D52, D53); ``drafts`` is the live
-    outbox count at session start (stdio servers start fresh per session)."""
+    outbox count at session start (stdio servers start fresh per session), ``project``
+    names the folder project memories belong to, so a wrongly started server shows."""
     lines = [
         "open-memex is this team's git-native memory: small Markdown memories of decisions, "
         "conventions, gotchas and preferences, searchable across sessions.",
+    ]
+    if project:
+        lines.append(f"Project memories in this session belong to {project}; if the user works elsewhere, "
+                     "tell them the server needs `--project-dir <their folder>`.")  # fmt: skip
+    lines += [
         "",
         "- At session start, call memory_status once. Later, whenever a tool result says drafts "
         "are waiting, call memory_status, summarise the drafts and ask the user which to share; "

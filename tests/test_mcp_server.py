@@ -527,3 +527,22 @@ async def test_data_root_removed_under_a_running_server(git_repo: Path, data_roo
         assert [h["id"] for h in found.structured_content["hits"]] == [other]
         again = await c.call_tool("memory_add", {"content": "lambda: saved by the server after the wipe"})
         assert again.structured_content["status"] == "saved"
+
+
+async def test_project_dir_binds_the_session_to_a_workspace(git_repo: Path, data_root: Path, tmp_path: Path) -> None:
+    """Editors that start servers in the home folder pass --project-dir ${workspaceFolder}."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    elsewhere = tmp_path / "home-like"
+    elsewhere.mkdir()
+    params = server_params(elsewhere, data_root)
+    params = StdioServerParameters(command=params.command, args=[*params.args, "--project-dir", str(git_repo)],
+                                   env=params.env, cwd=str(elsewhere))  # fmt: skip
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            init = await s.initialize()
+            assert f"widgets ({git_repo})" in (init.instructions or "")
+            saved = await s.call_tool("memory_add", {"content": "mu: bound to the workspace, not the start folder"})
+    assert saved.structured_content["scope_key"].startswith("project__widgets__")
+    bad = run_process("mcp", "--project-dir", str(tmp_path / "missing"), cwd=elsewhere)
+    assert bad.rc == 2 and bad.err.count("\n") == 1 and "--project-dir" in bad.err

@@ -88,6 +88,8 @@ def build(session: Session, drafts: int | None = None) -> Any:
     given) go into the handshake (D53)."""
     if drafts is None:
         drafts = _count_drafts(session)
+    project = Context.load(cwd=session.cwd)
+    where = f"{project.project.name} ({project.project.root})"
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools import Tool
     from mcp.types import CallToolResult, ToolAnnotations
@@ -391,7 +393,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
 
     if sorted(t.name for t in tools) != sorted(TOOL_NAMES):
         raise AssertionError(f"tools out of step with names.TOOL_NAMES: {[t.name for t in tools]}")
-    return MCPServer("open-memex", version=__version__, instructions=guidance.handshake(drafts), tools=tools,
+    return MCPServer("open-memex", version=__version__, instructions=guidance.handshake(drafts, where), tools=tools,
                      log_level="WARNING")  # fmt: skip
 
 
