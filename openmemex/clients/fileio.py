@@ -1,0 +1,123 @@
+"""Writing other programs' files safely: atomic, mode-keeping, backed up once, race-aware.
+
+Editors rewrite their own configs while running (Claude Code rewrites ``~/.claude.json``
+many times a session), so a write re-reads the file just before replacing it and starts
+over when it changed in between; nothing the editor wrote in the meantime is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+BACKUP_SUFFIX = ".open-memex.bak"
+RETRIES = 5
+
+
+class Changed(Exception):
+    """The file changed between our read and our write; read and decide again."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A file as we read it: None bytes when it did not exist."""
+
+    path: Path
+    data: bytes | None
+
+    @property
+    def text(self) -> str:
+        return "" if self.data is None else self.data.decode("utf-8")
+
+
+def real_path(path: Path) -> Path:
+    """Where a symlinked config really lives: the rename must replace the target, not the
+    link a dotfiles manager put there."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def read(path: Path) -> Snapshot:
+    path = real_path(path)
+    try:
+        return Snapshot(path, path.read_bytes())
+    except FileNotFoundError:
+        return Snapshot(path, None)
+
+
+def update(path: Path, decide: Callable[[Snapshot], str | None]) -> tuple[Snapshot, str | None]:
+    """Read ``path``, ask ``decide`` for the new text (None: leave it), write it atomically.
+
+    Returns the snapshot decided on and the text written. Retries when the file changes
+    under us; the last decision wins only if the file held still for it.
+    """
+    for _ in range(RETRIES):
+        snap = read(path)
+        new = decide(snap)
+        if new is None or (snap.data is not None and new.encode("utf-8") == snap.data):
+            return snap, None
+        try:
+            write(snap, new)
+        except Changed:
+            continue
+        return snap, new
+    raise OSError(f"{path} kept changing while we wrote it; close the editor and run again")
+
+
+def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
+    """Replace ``snap.path`` with ``text`` if it still holds ``snap.data``.
+
+    The first rewrite of a pre-existing non-empty file copies it to ``<file>.open-memex.bak``
+    (never overwritten later: it keeps the state before open-memex touched it); files
+    that are wholly ours (a skill we wrote, its manifest) pass ``keep_backup=False``.
+    """
+    path = snap.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode(path)
+    tmp = path.with_name(f".{path.name}.open-memex-{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if read(path).data != snap.data:
+            raise Changed
+        if keep_backup and snap.data and snap.data.strip():
+            backup(path)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def backup(path: Path) -> Path | None:
+    """Copy ``path`` to its one-time backup unless that exists; the backup path or None."""
+    target = path.with_name(path.name + BACKUP_SUFFIX)
+    if target.exists():
+        return None
+    shutil.copy2(path, target)
+    return target
+
+
+def remove(snap: Snapshot) -> None:
+    """Delete ``snap.path`` if it still holds what we read."""
+    if read(snap.path).data != snap.data:
+        raise Changed
+    snap.path.unlink()
+
+
+def has_backup(path: Path) -> bool:
+    return real_path(path).with_name(real_path(path).name + BACKUP_SUFFIX).exists()
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,210 @@
+"""init and uninstall across clients: which files to touch, and what happened to each.
+
+Every file gets one ``Action``; nothing here prints. Config files go through
+``wiring`` (the merge rules) and ``fileio`` (atomic, backed up, race-aware). Skills and
+the Copilot instructions are user-level only (D22, D54): ``--project`` touches only the
+project's own config files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import extras, fileio, tomlconf, wiring
+from .entry import SERVER_NAME, ServerEntry, server_entry
+from .registry import CLIENTS, Client
+
+
+@dataclass
+class Action:
+    """One file and what init or uninstall did to it."""
+
+    client: str
+    kind: str  # mcp | skill | instructions | marker
+    path: Path | None
+    action: str  # added | updated | kept | manual | skipped | failed | removed | absent
+    detail: str = ""
+    level: str = "user"
+    snippet: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"client": self.client, "kind": self.kind, "level": self.level,
+                               "path": str(self.path) if self.path else None, "action": self.action,
+                               "detail": self.detail}  # fmt: skip
+        if self.snippet is not None:
+            doc["snippet"] = self.snippet
+        return doc
+
+
+def instructions_path() -> Path:
+    return Path.home() / ".copilot" / "copilot-instructions.md"
+
+
+def snippet(client: Client, entry: ServerEntry, path: Path | None = None) -> str:
+    """What init merges for ``client``, paste-ready. JSON stays pure JSON (valid for any
+    JSON tool; the file path is printed beside it); TOML carries the path as a comment."""
+    shape = client.shape(entry)
+    if client.fmt == "toml":
+        return f"# {wiring.display(path or client.user_path())}\n" + tomlconf.block(shape).rstrip("\n")
+    return json.dumps({client.section: {SERVER_NAME: shape}}, indent=2, ensure_ascii=False)
+
+
+def init(clients: list[Client], *, level: str, project: Path, force: bool) -> list[Action]:
+    entry = server_entry()
+    actions = [_wire(client, entry, level, project, force) for client in clients]
+    if level == "user":
+        actions += _skills(clients, entry, force)
+        if any(client.copilot for client in clients):
+            actions.append(_instructions(clients))
+    return actions
+
+
+def _wire(client: Client, entry: ServerEntry, level: str, project: Path, force: bool) -> Action:
+    path = client.path(level, project)
+    if path is None:
+        return Action(client.id, "mcp", None, "skipped", f"{client.label} reads only its user-level config", level)
+    verdicts: list[wiring.Verdict] = []
+
+    def decide(snap: fileio.Snapshot) -> str | None:
+        try:
+            text = snap.text
+        except UnicodeDecodeError:
+            verdicts.append(wiring.Verdict("manual", "left untouched: not UTF-8 text"))
+            return None
+        verdicts.append(wiring.add(client, text, entry, force=force))
+        return verdicts[-1].text
+
+    try:
+        fileio.update(path, decide)
+    except OSError as exc:
+        return Action(client.id, "mcp", path, "failed", _why(exc), level)
+    verdict = verdicts[-1]
+    detail = verdict.detail
+    if verdict.action in ("added", "updated") and level == "project" and client.project_note:
+        detail += f" ({client.project_note})"
+    action = Action(client.id, "mcp", path, verdict.action, detail, level)
+    if verdict.action == "manual":
+        action.snippet = snippet(client, entry, path)
+    return action
+
+
+def _skills(clients: list[Client], entry: ServerEntry, force: bool) -> list[Action]:
+    text = extras.skill_text(entry)
+    actions = []
+    for client in clients:
+        if client.skills_dir is None:
+            continue
+        try:
+            verb, detail, path = extras.install_skill(client.skills_dir(), text, force=force)
+        except OSError as exc:
+            verb, detail, path = "failed", _why(exc), client.skills_dir() / extras.SKILL_NAME
+        actions.append(Action(client.id, "skill", path, verb, detail))
+    return actions
+
+
+def _instructions(clients: list[Client]) -> Action:
+    ids = ",".join(client.id for client in clients if client.copilot)
+    path = instructions_path()
+    results: list[str] = []
+
+    def decide(snap: fileio.Snapshot) -> str | None:
+        verb, new = extras.install_instructions(snap.text)
+        results.append(verb)
+        return new
+
+    try:
+        fileio.update(path, decide)
+    except (OSError, UnicodeDecodeError) as exc:
+        return Action(ids, "instructions", path, "failed", _why(exc))
+    verb = results[-1]
+    return Action(ids, "instructions", path, verb, "already there" if verb == "kept" else "Copilot memory section")
+
+
+def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> list[Action]:
+    actions: list[Action] = []
+    for level in levels:
+        for client in clients:
+            path = client.path(level, project)
+            if path is not None and fileio.real_path(path).exists():
+                actions.append(_unwire(client, path, level))
+    if "user" in levels:
+        for client in clients:
+            if client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME).exists():
+                try:
+                    verb, detail, folder = extras.remove_skill(client.skills_dir())
+                except OSError as exc:
+                    verb, detail, folder = "failed", _why(exc), client.skills_dir() / extras.SKILL_NAME
+                actions.append(Action(client.id, "skill", folder, verb, detail))
+        if any(client.copilot for client in clients) and instructions_path().exists():
+            actions.append(_remove_instructions(clients))
+    return actions
+
+
+def _unwire(client: Client, path: Path, level: str) -> Action:
+    verdicts: list[wiring.Verdict] = []
+    had_backup = fileio.has_backup(path)
+    for _ in range(fileio.RETRIES):
+        snap = fileio.read(path)
+        try:
+            verdict = wiring.remove(client, snap.text, had_backup=had_backup)
+        except UnicodeDecodeError:
+            verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
+        verdicts.append(verdict)
+        try:
+            if verdict.delete:
+                fileio.remove(snap)
+            elif verdict.text is not None:
+                fileio.write(snap, verdict.text)
+        except fileio.Changed:
+            continue
+        except OSError as exc:
+            return Action(client.id, "mcp", path, "failed", _why(exc), level)
+        break
+    verdict = verdicts[-1]
+    return Action(client.id, "mcp", path, verdict.action, verdict.detail, level)
+
+
+def _remove_instructions(clients: list[Client]) -> Action:
+    ids = ",".join(client.id for client in clients if client.copilot)
+    path = instructions_path()
+    try:
+        snap = fileio.read(path)
+        verb, new = extras.remove_instructions(snap.text)
+        if verb == "removed" and new == "":
+            fileio.remove(snap)
+            return Action(ids, "instructions", path, "removed", "the file held only our section: deleted")
+        if new is not None:
+            fileio.write(snap, new)
+    except (OSError, UnicodeDecodeError, fileio.Changed) as exc:
+        return Action(ids, "instructions", path, "failed", _why(exc))
+    return Action(ids, "instructions", path, verb, "Copilot memory section" if verb == "removed" else "")
+
+
+def wired_clients(project: Path) -> list[Client]:
+    """Clients with something of ours in any of their files: what uninstall would clean."""
+    found = []
+    for client in CLIENTS:
+        paths = [client.path(level, project) for level in ("user", "project")]
+        texts = [_text(path) for path in paths if path is not None]
+        wired = any(text and (wiring.entry_in(client, text) or wiring.has_legacy(client, text)) for text in texts)
+        skill = client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME / extras.MANIFEST).exists()
+        if wired or skill:
+            found.append(client)
+    return found
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return fileio.read(path).text or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{where} — check the folder's permissions and run again"
+    return str(exc)

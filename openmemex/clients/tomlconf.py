@@ -1,0 +1,237 @@
+"""Codex's ``config.toml``: our ``[mcp_servers.open-memex]`` table in and out, byte-exact
+everywhere else.
+
+Adding appends our two tables at the end of the file; removing cuts exactly their lines.
+So comments, key order and blank lines of everything else stay as the user wrote them,
+and init followed by uninstall gives the original bytes back. Every result is parsed
+again and compared with what it must hold; a layout the text edit cannot handle (our
+table written as dotted keys or inline) goes through tomlkit, and if that cannot give
+the right document either, the file is left alone with a snippet (D47).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from typing import Any
+
+from .entry import LEGACY_NAME, SERVER_NAME
+from .verdict import FORCE_HINT, LEGACY_NOTE, Verdict, matches
+
+SECTION = "mcp_servers"
+_HEADER = re.compile(r"""^[ \t]*\[\[?[ \t]*((?:"[^"\n]*"|'[^'\n]*'|[^\[\]"'#\n])+?)[ \t]*\]\]?[ \t]*(?:#.*)?\r?\n?$""")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def block(shape: dict[str, Any]) -> str:
+    """Our two tables as TOML text, exactly as ``codex mcp add`` lays them out."""
+    import tomlkit
+
+    lines = [f"[{SECTION}.{SERVER_NAME}]"]
+    env = shape.get("env") or {}
+    for key, value in shape.items():
+        if key != "env":
+            lines.append(f"{_key(key)} = {tomlkit.item(value).as_string()}")
+    if env:
+        lines += ["", f"[{SECTION}.{SERVER_NAME}.env]"]
+        lines += [f"{_key(key)} = {tomlkit.item(value).as_string()}" for key, value in env.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def add(text: str, ours: dict[str, Any], *, force: bool) -> Verdict:
+    data, problem = _load(text)
+    if problem:
+        return Verdict("manual", f"left untouched: {problem}")
+    servers = data.get(SECTION, {})
+    legacy = LEGACY_NAME in servers
+    current = servers.get(SERVER_NAME)
+    where = f"{SECTION}.{SERVER_NAME}"
+    extra = f"; {LEGACY_NOTE}" if legacy else ""
+    if current is None:
+        action, detail, replace = "added", where + extra, True
+    elif matches(current, ours):
+        action, detail, replace = ("updated", f"already wired; {LEGACY_NOTE}", False) if legacy else ("kept", "already wired", False)
+    elif force:
+        action, detail, replace = "updated", f"{where} replaced (--force){extra}", True
+    else:
+        action, detail, replace = "kept", FORCE_HINT + extra, False
+    if not (replace or legacy):
+        return Verdict(action, detail)
+    expected = copy.deepcopy(data)
+    expected_servers = expected.setdefault(SECTION, {})
+    expected_servers.pop(LEGACY_NAME, None)
+    drop = [LEGACY_NAME] + ([SERVER_NAME] if replace and current is not None else [])
+    if replace:
+        expected_servers[SERVER_NAME] = copy.deepcopy(ours)
+    new = _edit(text, drop, ours if replace else None, expected)
+    if new is None:
+        return Verdict("manual", f"left untouched: could not edit [{SECTION}] safely in this layout")
+    return Verdict(action, detail, new)
+
+
+def remove(text: str, *, had_backup: bool) -> Verdict:
+    data, problem = _load(text)
+    if problem:
+        return Verdict("manual" if SERVER_NAME in text else "absent", f"left untouched: {problem}")
+    servers = data.get(SECTION, {})
+    removed, legacy = SERVER_NAME in servers, LEGACY_NAME in servers
+    if not (removed or legacy):
+        return Verdict("absent", "no open-memex entry")
+    expected = copy.deepcopy(data)
+    expected[SECTION].pop(SERVER_NAME, None)
+    expected[SECTION].pop(LEGACY_NAME, None)
+    new = _edit(text, [SERVER_NAME, LEGACY_NAME], None, expected)
+    if new is None:
+        return Verdict("manual", f"left untouched: remove [{SECTION}.{SERVER_NAME}] by hand")
+    detail = "; ".join(p for p in (f"{SECTION}.{SERVER_NAME}" if removed else "", LEGACY_NOTE if legacy else "") if p)
+    if not new.strip() and not had_backup:
+        return Verdict("removed", detail + " (the file held only that: deleted)", None, delete=True)
+    return Verdict("removed", detail, new)
+
+
+def entry_in(text: str) -> dict[str, Any] | None:
+    data, problem = _load(text)
+    found = None if problem else data.get(SECTION, {}).get(SERVER_NAME)
+    return found if isinstance(found, dict) else None
+
+
+def has_legacy(text: str) -> bool:
+    data, problem = _load(text)
+    return not problem and LEGACY_NAME in data.get(SECTION, {})
+
+
+def _load(text: str) -> tuple[dict[str, Any], str]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return {}, f"not valid TOML ({exc})"
+    if not isinstance(data.get(SECTION, {}), dict):
+        return {}, f"{SECTION} is not a table"
+    return data, ""
+
+
+def _edit(text: str, drop: list[str], ours: dict[str, Any] | None, expected: dict[str, Any]) -> str | None:
+    """``text`` without the ``drop`` tables and with ``ours`` appended, if the result parses
+    to ``expected``; else the same through tomlkit; else None."""
+    new = text
+    for name in drop:
+        new = _cut(new, name)
+    if ours is not None:
+        new = _append(new, block(ours))
+    if _holds(new, expected):
+        return new
+    fallback = _edit_tomlkit(text, drop, ours)
+    return fallback if fallback is not None and _holds(fallback, expected) else None
+
+
+def _append(text: str, addition: str) -> str:
+    if not text.strip():
+        return addition
+    if text.endswith("\n\n"):
+        return text + addition
+    return text + ("\n" if text.endswith("\n") else "\n\n") + addition
+
+
+def _holds(text: str, expected: dict[str, Any]) -> bool:
+    try:
+        got = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return _normal(got) == _normal(expected)
+
+
+def _normal(data: dict[str, Any]) -> dict[str, Any]:
+    """An empty ``mcp_servers`` and no ``mcp_servers`` are the same document here."""
+    if data.get(SECTION) == {}:
+        data = {k: v for k, v in data.items() if k != SECTION}
+    return data
+
+
+def _cut(text: str, name: str) -> str:
+    """``text`` without the ``[mcp_servers.<name>]`` table and its sub-tables, and without
+    the blank line that separated them (a comment before the next table stays with it)."""
+    lines = text.splitlines(keepends=True)
+    total = len(lines)
+    headers = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _HEADER.match(line))]
+    drop = [False] * total
+    for index, (start, key) in enumerate(headers):
+        if not _is_table_of(key, name) or lines[start].lstrip().startswith("[["):
+            continue
+        end = headers[index + 1][0] if index + 1 < len(headers) else total
+        while end > start + 1 and _blank_or_comment(lines[end - 1]):
+            end -= 1
+        if all(not line.strip() for line in lines[end:]):
+            end = total
+        for i in range(start, end):
+            drop[i] = True
+    if not any(drop):
+        return text
+    # blank lines between two dropped tables go too; then one blank line before each run
+    dropped_at = [i for i in range(total) if drop[i]]
+    for i in range(dropped_at[0], dropped_at[-1]):
+        if not drop[i] and not lines[i].strip() and _between_drops(drop, lines, i):
+            drop[i] = True
+    i = 0
+    while i < total:
+        if drop[i]:
+            j = i
+            while j < total and drop[j]:
+                j += 1
+            if i > 0 and not drop[i - 1] and not lines[i - 1].strip() and (j == total or not lines[j].strip()):
+                drop[i - 1] = True
+            elif i == 0 and j < total and not lines[j].strip():
+                drop[j] = True
+            i = j
+        else:
+            i += 1
+    return "".join(line for line, gone in zip(lines, drop, strict=True) if not gone)
+
+
+def _between_drops(drop: list[bool], lines: list[str], i: int) -> bool:
+    before = next((drop[j] for j in range(i - 1, -1, -1) if lines[j].strip()), False)
+    after = next((drop[j] for j in range(i + 1, len(lines)) if lines[j].strip()), False)
+    return before and after
+
+
+def _blank_or_comment(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _is_table_of(key: str, name: str) -> bool:
+    parts = _split_key(key)
+    return len(parts) >= 2 and parts[0] == SECTION and parts[1] == name
+
+
+def _split_key(key: str) -> list[str]:
+    parts = re.findall(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)\s*(?:\.|$)""", key)
+    return [p[1:-1] if p[:1] in "\"'" else p for p in parts]
+
+
+def _edit_tomlkit(text: str, drop: list[str], ours: dict[str, Any] | None) -> str | None:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(text)
+        servers = doc.get(SECTION)
+        if servers is None:
+            if ours is None:
+                return text
+            servers = tomlkit.table(is_super_table=True)
+            doc.add(SECTION, servers)
+        for name in drop:
+            if name in servers:
+                del servers[name]
+        if ours is not None:
+            servers[SERVER_NAME] = ours
+        elif not servers:
+            del doc[SECTION]
+        return doc.as_string()
+    except (TOMLKitError, TypeError, ValueError, KeyError):
+        return None

@@ -1,0 +1,443 @@
+"""init / uninstall flows around the per-client matrix: detection, the terminal rule,
+project level, skills, Copilot instructions, print-config, doctor, the first-run tip."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex.clients import config_snippet, doctor_checks
+from tests.clientcases import CLIENTS, PROJECT_PATH, SECTION, SKILLS, assert_entry, ours, user_file
+from tests.conftest import git
+
+
+@pytest.fixture(autouse=True)
+def _no_codex_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A PATH holding only fake client executables (and nothing else to detect)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return bin_dir
+
+
+def fake_exe(bin_dir: Path, name: str) -> None:
+    exe = bin_dir / name
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+
+
+# -- choosing clients -----------------------------------------------------------------------
+
+
+def test_auto_detect_wires_what_is_installed(cli: Any, fake_path: Path, data_root: Path) -> None:
+    fake_exe(fake_path, "claude")
+    fake_exe(fake_path, "codex")
+    (home() / ".cursor").mkdir()
+    (home() / ".codeium" / "windsurf").mkdir(parents=True)
+    (Path.cwd() / "App.sln").write_text("")
+    result = cli("init", "--yes", "--json")
+    assert result.rc == 0, result.err
+    doc = json.loads(result.out)
+    assert doc["clients"] == ["cursor", "claude", "codex", "windsurf", "visualstudio"]
+    for client in doc["clients"]:
+        assert_entry(client, ours(client, user_file(client, home())), data_root)
+    assert not (home() / ".config" / "Code").exists() and not (home() / ".config" / "zed").exists()
+
+
+def test_auto_detect_without_a_terminal_asks_for_yes_and_writes_nothing(cli: Any, fake_path: Path,
+                                                                        data_root: Path) -> None:  # fmt: skip
+    fake_exe(fake_path, "opencode")
+    (home() / ".claude").mkdir()
+    before = files(home())
+    result = cli("init")
+    assert result.rc == 2
+    assert result.out == ""
+    assert result.err == (
+        "open-memex: error: found Claude Code (claude), opencode (opencode); not a terminal, so nothing was "
+        "written — pass --yes to go ahead, or pick with `open-memex init --client ID`\n"
+    )
+    assert files(home()) == before and not data_root.exists()
+
+
+def test_nothing_detected_is_one_line(cli: Any, fake_path: Path) -> None:
+    result = cli("init", "--yes")
+    assert result.rc == 1
+    assert result.err.startswith("open-memex: error: found no coding agent on this machine — name one:")
+    assert result.err.count("\n") == 1
+
+
+def test_unknown_client_is_a_usage_error(cli: Any) -> None:
+    result = cli("init", "--client", "emacs")
+    assert result.rc == 2
+    assert result.err == (
+        "open-memex: error: unknown client 'emacs' — use one of: vscode, cursor, claude, codex, opencode, "
+        "windsurf, zed, visualstudio\n"
+    )
+    assert cli("init", "--project", "--global", "--client", "claude").rc == 2
+
+
+def test_init_on_a_terminal_asks_once(cli: Any, fake_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      data_root: Path) -> None:  # fmt: skip
+    import io
+
+    fake_exe(fake_path, "cursor")
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Tty("n\n"))
+    monkeypatch.setattr(sys, "stderr", Tty())
+    assert cli("init").rc == 0
+    assert not (home() / ".cursor" / "mcp.json").exists()
+    assert json.loads((data_root / ".init.json").read_text())["declined"] is True  # asked once: no tip
+    assert "Wire open-memex into Cursor (cursor)? [Y/n] " in sys.stderr.getvalue()
+    monkeypatch.setattr(sys, "stdin", Tty("\n"))
+    assert cli("init").rc == 0
+    assert ours("cursor", home() / ".cursor" / "mcp.json")
+    assert json.loads((data_root / ".init.json").read_text())["declined"] is False
+
+
+# -- project level ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", sorted(PROJECT_PATH))
+def test_project_level_writes_at_the_repository_root(cli: Any, client: str, git_repo: Path,
+                                                     data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    sub = git_repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    result = cli("init", "--client", client, "--project")
+    assert result.rc == 0, result.err
+    path = git_repo / PROJECT_PATH[client]
+    assert_entry(client, ours(client, path), data_root)
+    assert not (home() / ".copilot").exists() and not any((home() / d).exists() for d in SKILLS.values())
+    assert cli("uninstall", "--client", client, "--project").rc == 0
+    assert not path.exists()  # it held only our entry, and we created it
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+
+
+def test_windsurf_has_no_project_level(cli: Any) -> None:
+    result = cli("init", "--client", "windsurf", "--project")
+    assert result.rc == 0
+    assert "skipped  windsurf" in result.out and "reads only its user-level config" in result.out
+
+
+def test_visual_studio_and_claude_share_the_repo_root_mcp_json(cli: Any, git_repo: Path, data_root: Path) -> None:
+    (git_repo / "App.sln").write_text("")
+    assert cli("init", "--client", "claude", "--client", "visualstudio", "--project").rc == 0
+    doc = json.loads((git_repo / ".mcp.json").read_text())
+    assert_entry("claude", doc["mcpServers"]["open-memex"], data_root)
+    assert_entry("visualstudio", doc["servers"]["open-memex"], data_root)
+    # Visual Studio alone later: its own key goes, Claude Code's stays
+    assert cli("uninstall", "--client", "visualstudio", "--project").rc == 0
+    doc = json.loads((git_repo / ".mcp.json").read_text())
+    assert "servers" not in doc and doc["mcpServers"]["open-memex"]
+
+
+def test_uninstall_without_a_level_cleans_both(cli: Any, git_repo: Path) -> None:
+    assert cli("init", "--client", "cursor").rc == 0
+    assert cli("init", "--client", "cursor", "--project").rc == 0
+    result = cli("uninstall", "--yes")
+    assert result.rc == 0
+    assert not (home() / ".cursor" / "mcp.json").exists()  # both held only our entry
+    assert not (git_repo / ".cursor" / "mcp.json").exists()
+    assert "Memory data was not touched" in result.out
+
+
+def test_uninstall_without_a_terminal_or_yes_writes_nothing(cli: Any, data_root: Path) -> None:
+    assert cli("init", "--client", "zed").rc == 0
+    before = files(home())
+    result = cli("uninstall")
+    assert result.rc == 2 and "pass --yes" in result.err
+    assert files(home()) == before
+
+
+def test_uninstall_of_a_jsonc_file_leaves_it_with_a_hint(cli: Any) -> None:
+    path = home() / ".config" / "zed" / "settings.json"
+    path.parent.mkdir(parents=True)
+    text = '// Zed settings\n{\n  "context_servers": {\n    "open-memex": {"command": "/x", "args": ["mcp"]},\n  },\n}\n'
+    path.write_text(text)
+    result = cli("uninstall", "--client", "zed", "--json")
+    action = json.loads(result.out)["actions"][0]
+    assert action["action"] == "manual" and 'remove "open-memex" from "context_servers" by hand' in action["detail"]
+    assert path.read_text() == text
+
+
+def test_marker_stays_while_another_client_is_wired(cli: Any, data_root: Path) -> None:
+    assert cli("init", "--client", "cursor", "--client", "claude").rc == 0
+    assert cli("uninstall", "--client", "cursor").rc == 0
+    assert (data_root / ".init.json").exists()
+    assert cli("uninstall", "--client", "claude").rc == 0
+    assert not (data_root / ".init.json").exists()
+
+
+# -- files: symlinks, modes, backups, layout -------------------------------------------------
+
+
+def test_a_symlinked_config_is_written_through_the_link(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "mcp.json"
+    target.parent.mkdir()
+    target.write_text('{"mcpServers": {}}')
+    link = home() / ".cursor" / "mcp.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    assert cli("init", "--client", "cursor").rc == 0
+    assert link.is_symlink() and ours("cursor", target)
+
+
+def test_backup_is_made_once_and_mode_kept(cli: Any) -> None:
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('{"mcpServers": {"a": {"command": "a"}}}')
+    path.chmod(0o640)
+    assert cli("init", "--client", "cursor").rc == 0
+    backup = path.with_name("mcp.json.open-memex.bak")
+    assert backup.read_text() == '{"mcpServers": {"a": {"command": "a"}}}'
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert cli("uninstall", "--client", "cursor").rc == 0
+    assert cli("init", "--client", "cursor").rc == 0
+    assert backup.read_text() == '{"mcpServers": {"a": {"command": "a"}}}'  # the pre-open-memex state
+    assert not list(path.parent.glob("*.tmp"))
+
+
+def test_bom_and_crlf_survive(cli: Any) -> None:
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_bytes('\ufeff{\r\n\t"mcpServers": {}\r\n}\r\n'.encode())
+    assert cli("init", "--client", "cursor").rc == 0
+    data = path.read_bytes()
+    assert data.startswith('\ufeff{\r\n\t"mcpServers"'.encode()) and data.endswith(b"}\r\n")
+    assert b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_the_entry_falls_back_to_python_dash_m(cli: Any, monkeypatch: pytest.MonkeyPatch, data_root: Path) -> None:
+    import openmemex.clients.entry as entry
+
+    monkeypatch.setattr(entry, "find_executable", lambda: None)
+    assert cli("init", "--client", "claude").rc == 0
+    got = ours("claude", home() / ".claude.json")
+    assert got is not None and got["args"] == ["-m", "openmemex", "mcp"]
+    assert got["command"] == str(Path(sys.executable).absolute())
+    proc = subprocess.run([got["command"], "-m", "openmemex", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip()
+
+
+# -- skills and instructions -----------------------------------------------------------------
+
+
+def test_a_skill_the_user_changed_is_kept_unless_forced(cli: Any) -> None:
+    assert cli("init", "--client", "claude").rc == 0
+    skill = home() / ".claude" / "skills" / "open-memex" / "SKILL.md"
+    skill.write_text(skill.read_text() + "\nMy own rule.\n")
+    result = cli("init", "--client", "claude")
+    assert "My own rule." in skill.read_text() and "rerun with --force" in result.out
+    result = cli("uninstall", "--client", "claude")
+    assert skill.exists() and "remove it by hand" in result.out
+    result = cli("init", "--client", "claude", "--force")
+    assert "replaced (--force); yours is in SKILL.md.open-memex.bak" in result.out
+    assert "My own rule." not in skill.read_text()
+    backup = skill.with_name("SKILL.md.open-memex.bak")
+    assert "My own rule." in backup.read_text()
+    assert cli("uninstall", "--client", "claude").rc == 0
+    assert not skill.exists() and backup.exists()  # the user's own text is never deleted
+    backup.unlink()
+    assert cli("init", "--client", "claude").rc == 0
+    assert cli("uninstall", "--client", "claude").rc == 0
+    assert not skill.parent.exists()
+
+
+def test_an_older_skill_of_ours_is_refreshed(cli: Any) -> None:
+    import hashlib
+
+    assert cli("init", "--client", "codex").rc == 0
+    folder = home() / ".agents" / "skills" / "open-memex"
+    old = b"---\nname: open-memex\ndescription: an older text\n---\n"
+    (folder / "SKILL.md").write_bytes(old)
+    (folder / ".open-memex.json").write_text(json.dumps({"sha256": hashlib.sha256(old).hexdigest()}))
+    result = cli("init", "--client", "codex")
+    assert "updated  codex         skill" in result.out and "refreshed to this version" in result.out
+    assert (folder / "SKILL.md").read_bytes() != old
+    assert sorted(p.name for p in folder.iterdir()) == [".open-memex.json", "SKILL.md"]  # no backup of our own text
+
+
+def test_a_skill_we_did_not_write_is_never_removed(cli: Any) -> None:
+    folder = home() / ".cursor" / "skills" / "open-memex"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: open-memex\ndescription: mine\n---\n")
+    assert "rerun with --force" in cli("init", "--client", "cursor").out
+    assert cli("uninstall", "--client", "cursor").rc == 0
+    assert (folder / "SKILL.md").read_text().endswith("description: mine\n---\n")
+
+
+def test_skill_text_names_the_tools_and_the_cli() -> None:
+    import yaml
+
+    from openmemex.clients.entry import server_entry
+    from openmemex.clients.extras import skill_text
+
+    text = skill_text(server_entry())
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["name"] == "open-memex" and len(meta["description"]) < 1024
+    for needle in ("memory_search", "memory_add", "memory_submit", "open-memex search", "never leave",
+                   "Search before you ask", "re-derivable from the code"):  # fmt: skip
+        assert needle.lower() in text.lower(), needle
+    assert "{command}" not in text
+
+
+def test_copilot_instructions_are_a_removable_section(cli: Any) -> None:
+    path = home() / ".copilot" / "copilot-instructions.md"
+    path.parent.mkdir()
+    path.write_text("# My rules\n\nAlways answer in English.\n")
+    assert cli("init", "--client", "vscode", "--client", "visualstudio").rc == 0
+    text = path.read_text()
+    assert text.startswith("# My rules\n\nAlways answer in English.\n\n<!-- open-memex -->\n")
+    assert text.endswith("<!-- /open-memex -->\n") and text.count("<!-- open-memex -->") == 1
+    assert "Ignore this section when the `open-memex` MCP server is not available." in text
+    assert cli("uninstall", "--client", "vscode").rc == 0
+    assert path.read_text() == "# My rules\n\nAlways answer in English.\n"
+    assert cli("init", "--client", "vscode").rc == 0
+    path.write_text(path.read_text().split("\n<!-- open-memex")[0].replace("# My rules\n\nAlways answer in English.\n", "")
+                    + "<!-- open-memex -->\nold section without an end marker\n")  # fmt: skip
+    assert cli("uninstall", "--client", "vscode").rc == 0
+    assert not path.exists()  # it held only our section
+
+
+# -- print-config ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_print_config_is_what_init_merges(cli: Any, client: str, data_root: Path) -> None:
+    result = cli("mcp", "--print-config", client)
+    assert result.rc == 0, result.err
+    assert result.out == config_snippet(client) + "\n"
+    if client == "codex":
+        assert result.out.startswith("# ~/.codex/config.toml\n")
+        doc = tomllib.loads(result.out)
+    else:
+        doc = json.loads(result.out)
+    assert list(doc) == [SECTION[client]]
+    assert_entry(client, doc[SECTION[client]]["open-memex"], data_root)
+    assert cli("init", "--client", client).rc == 0
+    assert ours(client, user_file(client, home())) == doc[SECTION[client]]["open-memex"]
+
+
+def test_print_config_for_an_unknown_client(cli: Any) -> None:
+    result = cli("mcp", "--print-config", "emacs")
+    assert result.rc == 2 and result.out == ""
+    assert result.err.startswith("open-memex: error: unknown client 'emacs' — use one of: vscode,")
+    assert result.err.count("\n") == 1
+
+
+# -- doctor ---------------------------------------------------------------------------------------
+
+
+def test_doctor_checks_each_wired_client(cli: Any, data_root: Path) -> None:
+    assert doctor_checks() == []
+    assert cli("init", "--client", "claude", "--client", "opencode", "--client", "codex").rc == 0
+    checks = {name: (ok, detail) for name, ok, detail in doctor_checks()}
+    assert set(checks) == {"mcp claude", "mcp opencode", "mcp codex"}
+    assert all(ok for ok, _ in checks.values()), checks
+    # a moved executable and wrong args fail, naming the fix
+    path = home() / ".claude.json"
+    doc = json.loads(path.read_text())
+    doc["mcpServers"]["open-memex"].update(command="/nowhere/open-memex", args=["serve"])
+    path.write_text(json.dumps(doc))
+    ok, detail = next((ok, d) for n, ok, d in doctor_checks() if n == "mcp claude")
+    assert not ok and "/nowhere/open-memex does not exist" in detail and 'expected ["mcp"]' in detail
+    assert "open-memex init --force --client claude" in detail
+
+
+def test_doctor_notes_jsonc_and_fails_legacy(cli: Any) -> None:
+    zed = home() / ".config" / "zed" / "settings.json"
+    zed.parent.mkdir(parents=True)
+    zed.write_text('{ /* c */ "context_servers": {"my-o-memory": {"command": "npx"}}, }')
+    vscode = home() / ".config" / "Code" / "User" / "mcp.json"
+    vscode.parent.mkdir(parents=True)
+    vscode.write_text("{ oops")
+    names = {name: (ok, detail) for name, ok, detail in doctor_checks()}
+    assert names["legacy my-o-memory (zed)"][0] is False
+    assert names["mcp vscode"][0] is True and names["mcp vscode"][1].startswith("note:")
+
+
+# -- the first-run tip (F28) ---------------------------------------------------------------------
+
+TIP = "open-memex: tip: run `open-memex init` to wire your coding agents (Claude Code, Codex, Cursor, VS Code, …)"
+
+
+def test_tip_predicate(monkeypatch: pytest.MonkeyPatch, data_root: Path) -> None:
+    import io
+
+    from openmemex.cli.app import first_run_tip
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert first_run_tip(["list"]) is None  # pytest's stderr is not a terminal
+    monkeypatch.setattr(sys, "stderr", Tty())
+    assert first_run_tip(["list"]) == TIP
+    assert first_run_tip([]) == TIP
+    for argv in (["init"], ["uninstall", "--yes"], ["mcp"], ["merge-driver", "a", "b", "c", "d"],
+                 ["--help"], ["add", "-h"], ["--version"], ["-V"]):  # fmt: skip
+        assert first_run_tip(argv) is None, argv
+    data_root.mkdir()
+    (data_root / ".init.json").write_text("{}")
+    assert first_run_tip(["list"]) is None
+
+
+def _in_pty(*args: str) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal (stdout a pipe): what a person sees."""
+    main, child = pty.openpty()
+    proc = subprocess.run([sys.executable, "-c", "from openmemex.cli.app import main; main()", *args],
+                          stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_tip_on_a_terminal_until_init_ran(data_root: Path) -> None:
+    rc, out, err = _in_pty("scopes")
+    assert rc == 0 and err == TIP + "\n" and "tip" not in out
+    assert _in_pty("--version")[2] == ""
+    assert _in_pty("mcp", "--print-config", "cursor")[2] == ""
+    rc, _, err = _in_pty("init", "--client", "cursor")
+    assert rc == 0 and err == ""
+    assert _in_pty("scopes")[2] == ""
+
+
+def test_no_tip_without_a_terminal(data_root: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "from openmemex.cli.app import main; main()", "scopes"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert not (data_root / ".init.json").exists()
