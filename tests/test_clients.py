@@ -25,8 +25,9 @@ from tests.clientcases import (
 
 
 @pytest.fixture(autouse=True)
-def _no_codex_home(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_client_homes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
 
 
 def home() -> Path:

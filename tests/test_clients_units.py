@@ -14,6 +14,13 @@ from openmemex.clients import fileio, jsonconf, registry, tomlconf
 from openmemex.clients.entry import ServerEntry
 from openmemex.clients.registry import plain_shape
 
+
+@pytest.fixture(autouse=True)
+def _no_client_homes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+
+
 OURS = plain_shape(ServerEntry("/opt/bin/open-memex", ("mcp",), {"OPEN_MEMEX_HOME": "/data/open-memex"}))
 
 
@@ -136,6 +143,22 @@ def test_opencode_reads_an_existing_jsonc_and_codex_home(tmp_path: Path, monkeyp
     assert registry.get("opencode").user_path() == folder / "opencode.jsonc"
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     assert registry.get("codex").user_path() == tmp_path / "codex" / "config.toml"
+
+
+def test_claude_config_dir_moves_claude_json_and_skills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude = registry.get("claude")
+    assert claude.user_path() == Path.home() / ".claude.json"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    assert claude.user_path() == tmp_path / "cc" / ".claude.json"
+    assert claude.skills_dir is not None and claude.skills_dir() == tmp_path / "cc" / "skills"
+
+
+def test_our_args() -> None:
+    from openmemex.clients.entry import is_our_args
+
+    assert is_our_args(["mcp"]) and is_our_args(["-m", "openmemex", "mcp"])
+    assert is_our_args(["mcp", "--project-dir", "${workspaceFolder}"])
+    assert not is_our_args(["serve"]) and not is_our_args(["mcp", "--verbose"]) and not is_our_args("mcp")
 
 
 def test_a_file_changed_while_we_write_is_decided_again(tmp_path: Path) -> None:

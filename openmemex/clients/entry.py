@@ -71,5 +71,12 @@ def _runnable(path: Path) -> bool:
 
 
 def is_our_args(args: object) -> bool:
-    """Whether a config's args start our server (the console script or ``python -m``)."""
-    return isinstance(args, list) and tuple(args) in (SERVE_ARGS, MODULE_ARGS)
+    """Whether a config's args start our server: ``mcp`` (or ``-m openmemex mcp``), optionally
+    followed by ``--project-dir DIR`` (docs/mcp.md suggests it for VS Code and Cursor)."""
+    if not isinstance(args, list):
+        return False
+    for head in (SERVE_ARGS, MODULE_ARGS):
+        if tuple(args[: len(head)]) == head:
+            rest = args[len(head) :]
+            return not rest or (len(rest) == 2 and rest[0] == "--project-dir" and isinstance(rest[1], str))
+    return False

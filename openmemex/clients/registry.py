@@ -38,6 +38,18 @@ def codex_home() -> Path:
     return Path(value) if value else home() / ".codex"
 
 
+def claude_dir() -> Path:
+    """Claude Code's own folder; ``CLAUDE_CONFIG_DIR`` moves it, ``.claude.json`` included
+    (checked with the real CLI: ``claude mcp add --scope user`` writes there)."""
+    value = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(value) if value else home() / ".claude"
+
+
+def claude_user_config() -> Path:
+    value = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(value) / ".claude.json" if value else home() / ".claude.json"
+
+
 def vscode_user_dir() -> Path:
     """VS Code's user profile folder (``MCP: Open User Configuration`` opens mcp.json there)."""
     if sys.platform == "win32":
@@ -136,10 +148,10 @@ CLIENTS: tuple[Client, ...] = (
     ),
     Client(
         "claude", "Claude Code", "mcpServers", stdio_shape,
-        user_path=lambda: home() / ".claude.json",
+        user_path=claude_user_config,
         project_path=lambda root: root / ".mcp.json",
-        detect=lambda _: _on_path("claude") or (home() / ".claude").is_dir() or (home() / ".claude.json").is_file(),
-        skills_dir=lambda: home() / ".claude" / "skills",
+        detect=lambda _: _on_path("claude") or claude_dir().is_dir() or claude_user_config().is_file(),
+        skills_dir=lambda: claude_dir() / "skills",
         project_note="Claude Code asks each user to approve a project server once",
     ),
     Client(
