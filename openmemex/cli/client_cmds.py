@@ -7,6 +7,7 @@ one line per file touched.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -65,15 +66,21 @@ def init(*, client: Clients = None, project: Flag = False, global_: Global = Fal
             raise MemexError("found no coding agent on this machine — name one: open-memex init --client claude "
                              f"(clients: {', '.join(registry.CLIENT_IDS)})")  # fmt: skip
         if not yes and not _ask(chosen, "Wire open-memex into", "init"):
-            marker.write_marker([], declined=True)
+            with contextlib.suppress(OSError):
+                marker.write_marker([], declined=True)
             note("nothing changed; the tip will not be shown again — run `open-memex init` any time")
             return 0
     actions = setup.init(chosen, level=level, project=root, force=force)
     failed = any(a.action == "failed" for a in actions)
     if not failed:
-        existed = marker.marker_path().exists()
-        if marker.write_marker([c.id for c in chosen]):
-            actions.append(setup.Action("", "marker", marker.marker_path(), "updated" if existed else "added"))
+        path = marker.marker_path()
+        existed = path.exists()
+        try:
+            if marker.write_marker([c.id for c in chosen]):
+                actions.append(setup.Action("", "marker", path, "updated" if existed else "added"))
+        except OSError as exc:
+            failed = True
+            actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
     if json:
         emit_json({"command": "init", "level": level, "clients": [c.id for c in chosen],
                    "actions": [a.to_json() for a in actions], "ok": not failed, "next_step": NEXT_STEP})  # fmt: skip
@@ -125,8 +132,12 @@ def uninstall(*, client: Clients = None, project: Flag = False, global_: Global 
     failed = any(a.action == "failed" for a in actions)
     if not failed and "user" in levels and not setup.wired_clients(root):
         path = marker.marker_path()
-        if marker.remove_marker():
-            actions.append(setup.Action("", "marker", path, "removed"))
+        try:
+            if marker.remove_marker():
+                actions.append(setup.Action("", "marker", path, "removed"))
+        except OSError as exc:
+            failed = True
+            actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
     if json:
         emit_json({"command": "uninstall", "levels": levels, "clients": [c.id for c in chosen],
                    "actions": [a.to_json() for a in actions], "ok": not failed})  # fmt: skip

@@ -144,16 +144,15 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> lis
 
 
 def _unwire(client: Client, path: Path, level: str) -> Action:
-    verdicts: list[wiring.Verdict] = []
     had_backup = fileio.has_backup(path)
+    verdict = wiring.Verdict("absent")
     for _ in range(fileio.RETRIES):
-        snap = fileio.read(path)
         try:
-            verdict = wiring.remove(client, snap.text, had_backup=had_backup)
-        except UnicodeDecodeError:
-            verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
-        verdicts.append(verdict)
-        try:
+            snap = fileio.read(path)
+            try:
+                verdict = wiring.remove(client, snap.text, had_backup=had_backup)
+            except UnicodeDecodeError:
+                verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
             if verdict.delete:
                 fileio.remove(snap)
             elif verdict.text is not None:
@@ -162,9 +161,8 @@ def _unwire(client: Client, path: Path, level: str) -> Action:
             continue
         except OSError as exc:
             return Action(client.id, "mcp", path, "failed", _why(exc), level)
-        break
-    verdict = verdicts[-1]
-    return Action(client.id, "mcp", path, verdict.action, verdict.detail, level)
+        return Action(client.id, "mcp", path, verdict.action, verdict.detail, level)
+    return Action(client.id, "mcp", path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
 
 
 def _remove_instructions(clients: list[Client]) -> Action:
