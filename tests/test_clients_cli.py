@@ -442,3 +442,16 @@ def test_no_tip_without_a_terminal(data_root: Path) -> None:
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0 and proc.stderr == ""
     assert not (data_root / ".init.json").exists()
+
+
+def test_a_file_that_cannot_be_written_is_one_failed_line(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (home() / ".cursor").write_text("a file where a folder should be")
+    result = cli("init", "--client", "cursor", "--client", "claude")
+    assert result.rc == 1 and "Traceback" not in result.err
+    assert "failed   cursor" in result.out and "check the folder's permissions" in result.out
+    assert ours("claude", home() / ".claude.json")  # the others are still wired
+    blocked = tmp_path / "blocked"
+    blocked.write_text("")
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(blocked / "data"))
+    result = cli("init", "--client", "claude")
+    assert result.rc == 1 and "failed   -             first-run marker" in result.out
