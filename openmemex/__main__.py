@@ -1,5 +1,5 @@
 """``python -m openmemex`` — the same program as ``open-memex`` (used by the merge driver)."""
 
-from openmemex.cli.app import main
+from openmemex.cli.entry import main
 
 main()

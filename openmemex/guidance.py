@@ -76,3 +76,16 @@ def outbox_note(drafts: int) -> str:
     if drafts <= 0:
         return ""
     return f"[open-memex: {drafts} draft(s) waiting in the project outbox — call memory_status to review]"
+
+
+def handoff(captures: list[tuple[str, str, str]]) -> str:
+    """The D73 hand-off: what a keyword hook just stored from the user's message, so the
+    agent does not save a rewording of it. ``captures`` are (id, scope, stored text)."""
+    if not captures:
+        return ""
+    lines = ["[open-memex] The user's own words in this message were already saved as memory. "
+             "Do not call memory_add for them:"]  # fmt: skip
+    lines += [f"- id {memory_id} ({scope}): \"{' '.join(body.split())}\"" for memory_id, scope, body in captures]
+    lines.append("To correct or extend one, call memory_supersede with its id; use memory_add only for "
+                 "information the user has not said yet.")  # fmt: skip
+    return "\n".join(lines)

@@ -59,6 +59,8 @@ for command in (
     app.command(command, name=command.__name__.rstrip("_").replace("_", "-"))
 app.command("openmemex.cli.demo:demo", name="demo", help="A guided tour in a throw-away sandbox (never touches your data).")
 # Lazy: `mcp` imports the MCP SDK (~0.8 s) and init/uninstall the client registry, only when run.
+app.command("openmemex.cli.agent_cmds:hook", name="hook", help="Run an agent-host hook (Claude Code, Codex): session-start, user-prompt or stop.")
+app.command("openmemex.cli.agent_cmds:capture", name="capture", help="Preview keyword capture on a message (--dry-run).")
 app.command("openmemex.cli.agent_cmds:mcp", name="mcp", help="Run the MCP server on stdio, or print a client's config snippet.")
 app.command("openmemex.cli.client_cmds:init", name="init", help="Wire open-memex into your coding agents' MCP configs.")
 app.command("openmemex.cli.client_cmds:uninstall", name="uninstall", help="Remove what init wrote (never touches memory data).")

@@ -1,0 +1,238 @@
+"""Agent-host hooks (issue 8): the hosts' real JSON payloads fed to ``open-memex hook …`` as
+real processes, and the iron rules of the session-start block checked on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex.context import Context
+from openmemex.ids import new_ulid, now_rfc3339
+from openmemex.inject import DISCLAIMER, estimate_tokens, session_block
+from openmemex.model import Memory
+from openmemex.store import save
+from tests.conftest import Result, git
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def hook(event: str, payload: dict[str, Any] | str, cwd: Path) -> Result:
+    """The hook as the host runs it: the installed entry point, JSON on stdin."""
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    proc = subprocess.run([sys.executable, "-m", "openmemex", "hook", event], input=data, capture_output=True,
+                          text=True, cwd=cwd, env=dict(os.environ), timeout=60)  # fmt: skip
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def claude_payload(event: str, repo: Path, **extra: Any) -> dict[str, Any]:
+    """What Claude Code sends (hooks reference: common fields plus the event's own)."""
+    return {"session_id": "5f1e9a8c-claude-session", "transcript_path": str(repo / "t.jsonl"), "cwd": str(repo),
+            "permission_mode": "default", "hook_event_name": event, **extra}  # fmt: skip
+
+
+def codex_payload(event: str, repo: Path, **extra: Any) -> dict[str, Any]:
+    """What Codex sends: the same core fields, plus its model and turn ids."""
+    return {"session_id": "019a-codex-thread", "transcript_path": None, "cwd": str(repo), "hook_event_name": event,
+            "model": "gpt-5-codex", "turn_id": "t-1", **extra}  # fmt: skip
+
+
+def put(folder: Path, body: str, **fields: Any) -> Memory:
+    stamp = now_rfc3339()
+    memory = Memory(id=new_ulid(), scope=fields.pop("scope", "project"), scope_key=fields.pop("scope_key", ""),
+                    body=body, created_at=stamp, updated_at=stamp, **fields)  # fmt: skip
+    save(memory, folder)
+    return memory
+
+
+@pytest.fixture
+def store(git_repo: Path, data_root: Path) -> dict[str, Memory]:
+    """A project on branch payments-retry with instructions, knowledge and decoys."""
+    git("switch", "-q", "-c", "feature/payments-retry", cwd=git_repo)
+    with Context.load() as ctx:
+        key = ctx.project.key
+        outbox, personal = ctx.outbox_dir, ctx.personal_dir
+    repo_dir = git_repo / ".ai" / "open-memex"
+    made = {
+        "instruction": put(repo_dir, "Always run `make lint-payments` before committing payments code.",
+                           scope_key=key, role="instruction", review_state="approved", type="constraint",
+                           visibility="internal"),
+        "draft_instruction": put(outbox, "Always squash payments commits (unreviewed).", scope_key=key,
+                                 role="instruction", review_state="draft", visibility="internal"),
+        "inference": put(outbox, "Payments retries probably need jitter (my inference).", scope_key=key,
+                         source="inference", review_state="draft", visibility="internal"),
+        "teammate": put(repo_dir, "Never review payments code before lunch (teammate's own rule).",
+                        scope="personal", scope_key="personal", role="instruction", visibility="private"),
+        "mine": put(personal, "I want answers about payments in short bullet points.", scope="personal",
+                    scope_key="personal", role="instruction", type="preference", visibility="private"),
+        "knowledge": put(outbox, "Payments retry uses exponential backoff capped at 5 attempts.", scope_key=key,
+                         type="decision", visibility="internal"),
+    }  # fmt: skip
+    for i in range(300):  # filler the budget must cut
+        put(outbox, f"Filler note {i} about the reporting pipeline and quarterly dashboards.", scope_key=key,
+            visibility="internal")  # fmt: skip
+    return made
+
+
+def test_session_start_block_follows_the_iron_rules(store: dict[str, Memory], git_repo: Path) -> None:
+    result = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
+    assert result.rc == 0, result.err
+    document = json.loads(result.out)
+    assert set(document) == {"hookSpecificOutput"}
+    out = document["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart"
+    block = out["additionalContext"]
+    assert DISCLAIMER in block
+    assert estimate_tokens(block) <= 800 + 40  # the budget, plus the outbox note appended after it
+    ids = {name: m.id for name, m in store.items()}
+    assert ids["instruction"] in block and ids["mine"] in block and ids["knowledge"] in block
+    for excluded in ("inference", "teammate", "draft_instruction"):
+        assert ids[excluded] not in block, excluded
+    instructions = block.split("Reviewed instructions", 1)[1].split("About the user")[0].split("Project knowledge")[0]
+    assert ids["instruction"] in instructions and ids["knowledge"] not in instructions
+    assert "draft(s) waiting in the project outbox" in block
+
+
+def test_relevance_beats_recency(store: dict[str, Memory], git_repo: Path) -> None:
+    with Context.load() as ctx:
+        block = session_block(ctx, budget=200)
+    # on branch feature/payments-retry the payments memories win over 300 newer fillers
+    assert store["knowledge"].id in block.text
+    assert block.tokens <= 200
+
+
+def test_budget_is_configurable(store: dict[str, Memory], git_repo: Path, cli: Any) -> None:
+    assert cli("config", "set", "injectTokens", "120").rc == 0
+    result = hook("session-start", codex_payload("SessionStart", git_repo, source="startup"), git_repo)
+    block = json.loads(result.out)["hookSpecificOutput"]["additionalContext"]
+    assert estimate_tokens(block.split("[open-memex:")[0]) <= 120
+    assert cli("config", "set", "injectOnFirstTurn", "false").rc == 0
+    assert hook("session-start", codex_payload("SessionStart", git_repo, source="startup"), git_repo).out == ""
+
+
+def test_resume_does_not_inject_twice(store: dict[str, Memory], git_repo: Path) -> None:
+    assert hook("session-start", claude_payload("SessionStart", git_repo, source="resume"), git_repo).out == ""
+    assert hook("session-start", claude_payload("SessionStart", git_repo, source="compact"), git_repo).out
+
+
+async def test_capture_once_then_the_agent_is_refused(git_repo: Path, data_root: Path) -> None:
+    payload = claude_payload("UserPromptSubmit", git_repo, prompt="remember that we deploy on Fridays")
+    first = hook("user-prompt", payload, git_repo)
+    assert first.rc == 0, first.err
+    document = json.loads(first.out)
+    handoff = document["hookSpecificOutput"]["additionalContext"]
+    assert document["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "Do not call memory_add" in handoff and "memory_supersede" in handoff
+    stored_id = handoff.split("- id ", 1)[1].split(" ", 1)[0]
+    assert "remembered → project" in document["systemMessage"]
+    again = hook("user-prompt", payload, git_repo)  # the host retried, or the user pasted it twice
+    assert again.rc == 0
+    files = list((data_root / "memories").rglob("*.md"))
+    assert len(files) == 1 and stored_id in files[0].name
+    from mcp import Client
+
+    from openmemex.server.app import build
+    from openmemex.server.calls import Session
+
+    session = Session.start()
+    try:
+        async with Client(build(session)) as c:
+            echo = await c.call_tool("memory_add", {"content": "We deploy on Fridays."})
+    finally:
+        session.close()
+    assert echo.structured_content["status"] == "refused"
+    assert stored_id in echo.content[0].text
+    assert len(list((data_root / "memories").rglob("*.md"))) == 1
+
+
+def test_chinese_personal_capture_and_codex_payload(git_repo: Path, data_root: Path) -> None:
+    result = hook("user-prompt", codex_payload("UserPromptSubmit", git_repo, prompt="帮我记住：我习惯用 vim 键位"), git_repo)
+    document = json.loads(result.out)
+    assert set(document) <= {"hookSpecificOutput", "systemMessage"}  # Codex rejects unknown keys
+    assert "personal" in document["systemMessage"]
+    assert len(list((data_root / "memories" / "personal").glob("*.md"))) == 1
+
+
+def test_a_dropped_fragment_is_reported_to_the_user(git_repo: Path, data_root: Path) -> None:
+    result = hook("user-prompt", claude_payload("UserPromptSubmit", git_repo, prompt="记住我：OK"), git_repo)
+    document = json.loads(result.out)
+    assert "hookSpecificOutput" not in document and "at least 3" in document["systemMessage"]
+    assert not (data_root / "memories").exists() or not list((data_root / "memories").rglob("*.md"))
+
+
+def test_no_trigger_is_the_fast_path(git_repo: Path, data_root: Path) -> None:
+    """No trigger word: no output, no index, and none of the heavy modules imported."""
+    code = ("import json, sys; from openmemex.cli import entry; "
+            "rc = entry._hook(['hook', 'user-prompt']); "
+            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
+    payload = json.dumps(claude_payload("UserPromptSubmit", git_repo, prompt="please refactor the billing module"))
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, cwd=git_repo,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == ""
+    modules = set(json.loads(proc.stderr))
+    for heavy in ("cyclopts", "rich", "pygit2", "mcp", "github", "yaml", "sqlite3", "openmemex.index",
+                  "openmemex.context", "frontmatter"):  # fmt: skip
+        assert heavy not in modules, heavy
+    assert not (data_root / "index.db").exists()
+
+
+def test_a_trigger_path_skips_the_cli_framework(git_repo: Path) -> None:
+    code = ("import json, sys; from openmemex.cli import entry; "
+            "rc = entry._hook(['hook', 'user-prompt']); "
+            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
+    payload = json.dumps(claude_payload("UserPromptSubmit", git_repo, prompt="remember that the VPN is required"))
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, cwd=git_repo,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 0 and "remembered" in proc.stdout
+    modules = set(json.loads(proc.stderr[proc.stderr.index("["):]))
+    assert not {"cyclopts", "rich", "pygit2", "mcp", "github"} & modules
+
+
+def test_stop_tells_the_user_what_was_saved_this_turn(git_repo: Path, cli: Any) -> None:
+    payload = claude_payload("Stop", git_repo, stop_hook_active=False)
+    hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
+    assert hook("stop", payload, git_repo).out == ""  # nothing saved yet
+    saved = json.loads(cli("add", "The nightly job writes to the audit bucket", "--source", "tool", "--json").out)
+    result = hook("stop", payload, git_repo)
+    document = json.loads(result.out)
+    assert set(document) == {"systemMessage"} and saved["id"] in document["systemMessage"]
+    assert hook("stop", payload, git_repo).out == ""  # told once
+
+
+@pytest.mark.parametrize("stdin", ["not json", "[1, 2]", "", '{"prompt": 42}', '{"session_id": "../../../etc/passwd", "prompt": "remember that x is y"}'])
+def test_hostile_payloads_never_break_the_session(stdin: str, git_repo: Path, data_root: Path) -> None:
+    for event in ("session-start", "user-prompt", "stop"):
+        result = hook(event, stdin, git_repo)
+        assert result.rc == 0, (event, result.err)
+        assert result.err.count("\n") <= 1 and "Traceback" not in result.err
+        if result.out:
+            json.loads(result.out)
+    assert not (data_root.parent / "etc").exists()
+    assert all(p.parent.name == "sessions" for p in data_root.rglob("*.json") if "sessions" in str(p))
+
+
+def test_terminal_escapes_in_a_prompt_reach_no_terminal(git_repo: Path) -> None:
+    prompt = "remember that the \x1b]0;pwned\x07 banner is fine"
+    document = json.loads(hook("user-prompt", claude_payload("UserPromptSubmit", git_repo, prompt=prompt), git_repo).out)
+    assert "\x1b" not in document["systemMessage"]
+
+
+def test_capture_can_be_turned_off(git_repo: Path, data_root: Path, cli: Any) -> None:
+    assert cli("config", "set", "keywordCaptureEnabled", "false").rc == 0
+    result = hook("user-prompt", claude_payload("UserPromptSubmit", git_repo, prompt="remember that x is y"), git_repo)
+    assert result.out == "" and not list(data_root.rglob("*.md"))
+
+
+def test_unknown_event_is_a_usage_error(git_repo: Path) -> None:
+    result = hook("pre-tool", {}, git_repo)
+    assert result.rc == 2 and "session-start" in result.err
