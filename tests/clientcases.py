@@ -86,5 +86,8 @@ def assert_entry(client: str, entry: dict[str, Any] | None, data_root: Path) -> 
         else:
             assert "type" not in entry
     assert os.path.isabs(exe) and os.path.isfile(exe) and os.access(exe, os.X_OK), exe
+    if client in ("vscode", "cursor"):  # editors that expand ${workspaceFolder} bind the project
+        assert args[-2:] == ["--project-dir", "${workspaceFolder}"]
+        args = args[:-2]
     assert args in (["mcp"], ["-m", "openmemex", "mcp"])
     assert env == {"OPEN_MEMEX_HOME": str(data_root)}

@@ -546,3 +546,17 @@ async def test_project_dir_binds_the_session_to_a_workspace(git_repo: Path, data
     assert saved.structured_content["scope_key"].startswith("project__widgets__")
     bad = run_process("mcp", "--project-dir", str(tmp_path / "missing"), cwd=elsewhere)
     assert bad.rc == 2 and bad.err.count("\n") == 1 and "--project-dir" in bad.err
+
+
+async def test_an_unexpanded_workspace_variable_falls_back_to_the_start_folder(git_repo: Path, data_root: Path) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = server_params(git_repo, data_root)
+    params = StdioServerParameters(command=params.command, args=[*params.args, "--project-dir", "${workspaceFolder}"],
+                                   env=params.env, cwd=str(git_repo))  # fmt: skip
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            init = await s.initialize()
+        errlog.seek(0)
+        assert "was not expanded" in errlog.read()
+    assert f"widgets ({git_repo})" in (init.instructions or "")

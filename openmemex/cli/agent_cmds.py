@@ -36,6 +36,11 @@ def mcp(*, print_config: str | None = None, project_dir: str | None = None) -> i
     from ..server.app import serve
 
     where = None
+    if project_dir is not None and "${" in project_dir:
+        # the editor did not expand its variable: serve the folder it started us in
+        sys.stderr.write(f"open-memex mcp: --project-dir {project_dir!r} was not expanded by the client; "
+                         "using the folder the server started in\n")  # fmt: skip
+        project_dir = None
     if project_dir is not None:
         where = Path(project_dir).expanduser()
         if not where.is_dir():

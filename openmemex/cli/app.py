@@ -183,7 +183,7 @@ def _word(name: str) -> str:
 
 _HELP_FLAGS = frozenset({"--help", "-h", "--version", "-V"})
 # init and uninstall are the remedy; mcp and merge-driver are run by programs, not people
-_NO_TIP = frozenset({"init", "uninstall", "mcp", "merge-driver"})
+_NO_TIP = frozenset({"init", "uninstall", "mcp", "merge-driver", "hook"})
 TIP = f"{PROG}: tip: run `{PROG} init` to wire your coding agents (Claude Code, Codex, Cursor, VS Code, …)"
 
 

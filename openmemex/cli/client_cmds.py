@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 Global = Annotated[bool, Parameter(name="--global", negative="")]
 Clients = Annotated[list[str] | None, Parameter(name="--client", consume_multiple=False, negative="")]
 NEXT_STEP = 'Next step: `open-memex add "standup is at 9:30"` — then ask your agent what it remembers.'
-KINDS = {"mcp": "MCP server", "skill": "skill", "instructions": "instructions", "marker": "first-run marker"}
+KINDS = {"mcp": "MCP server", "hooks": "hooks", "skill": "skill", "instructions": "instructions", "marker": "first-run marker"}
 
 
 def init(*, client: Clients = None, project: Flag = False, global_: Global = False, force: Flag = False,

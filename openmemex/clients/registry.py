@@ -86,6 +86,20 @@ def plain_shape(entry: ServerEntry) -> dict[str, Any]:
     return {"command": entry.command, "args": list(entry.args), "env": dict(entry.env)}
 
 
+WORKSPACE_ARGS = ("--project-dir", "${workspaceFolder}")
+
+
+def vscode_shape(entry: ServerEntry) -> dict[str, Any]:
+    """VS Code (and Cursor below) may start a user-level server outside the workspace; both
+    expand ``${workspaceFolder}`` in args, which binds the session to the open project.
+    An editor that leaves it unexpanded gets the start folder (the server says so)."""
+    return {**stdio_shape(entry), "args": [*entry.args, *WORKSPACE_ARGS]}
+
+
+def cursor_shape(entry: ServerEntry) -> dict[str, Any]:
+    return {**plain_shape(entry), "args": [*entry.args, *WORKSPACE_ARGS]}
+
+
 def opencode_shape(entry: ServerEntry) -> dict[str, Any]:
     """opencode: one command array, ``environment``; ``type: stdio`` + args is a hard error."""
     return {"type": "local", "command": entry.argv, "environment": dict(entry.env), "enabled": True}
@@ -133,14 +147,14 @@ def has_solution(folder: Path) -> bool:
 
 CLIENTS: tuple[Client, ...] = (
     Client(
-        "vscode", "VS Code", "servers", stdio_shape,
+        "vscode", "VS Code", "servers", vscode_shape,
         user_path=lambda: vscode_user_dir() / "mcp.json",
         project_path=lambda root: root / ".vscode" / "mcp.json",
         detect=lambda _: _on_path("code") or vscode_user_dir().is_dir(),
         skills_dir=lambda: home() / ".copilot" / "skills", copilot=True,
     ),
     Client(
-        "cursor", "Cursor", "mcpServers", plain_shape,
+        "cursor", "Cursor", "mcpServers", cursor_shape,
         user_path=lambda: home() / ".cursor" / "mcp.json",
         project_path=lambda root: root / ".cursor" / "mcp.json",
         detect=lambda _: _on_path("cursor") or (home() / ".cursor").is_dir(),

@@ -9,11 +9,12 @@ project's own config files.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import extras, fileio, tomlconf, wiring
+from . import extras, fileio, hookconf, tomlconf, wiring
 from .entry import SERVER_NAME, ServerEntry, server_entry
 from .registry import CLIENTS, Client
 
@@ -23,7 +24,7 @@ class Action:
     """One file and what init or uninstall did to it."""
 
     client: str
-    kind: str  # mcp | skill | instructions | marker
+    kind: str  # mcp | hooks | skill | instructions | marker
     path: Path | None
     action: str  # added | updated | kept | manual | skipped | failed | removed | absent
     detail: str = ""
@@ -56,6 +57,7 @@ def init(clients: list[Client], *, level: str, project: Path, force: bool) -> li
     entry = server_entry()
     actions = [_wire(client, entry, level, project, force) for client in clients]
     if level == "user":
+        actions += [_hooks(client.id, entry, force) for client in clients if client.id in hookconf.HOOK_CLIENTS]
         actions += _skills(clients, entry, force)
         if any(client.copilot for client in clients):
             actions.append(_instructions(clients))
@@ -88,6 +90,33 @@ def _wire(client: Client, entry: ServerEntry, level: str, project: Path, force: 
     action = Action(client.id, "mcp", path, verdict.action, detail, level)
     if verdict.action == "manual":
         action.snippet = snippet(client, entry, path)
+    return action
+
+
+def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
+    """Session-start injection and keyword capture for Claude Code and Codex (user level)."""
+    path = hookconf.hooks_path(client_id)
+    verdicts: list[wiring.Verdict] = []
+
+    def decide(snap: fileio.Snapshot) -> str | None:
+        try:
+            verdicts.append(hookconf.add(snap.text, entry, force=force))
+        except UnicodeDecodeError:
+            verdicts.append(wiring.Verdict("manual", "left untouched: not UTF-8 text"))
+        return verdicts[-1].text
+
+    try:
+        fileio.update(path, decide)
+    except OSError as exc:
+        return Action(client_id, "hooks", path, "failed", _why(exc))
+    verdict = verdicts[-1]
+    detail = verdict.detail
+    disabled = hookconf.codex_hooks_disabled() if client_id == "codex" else None
+    if disabled:
+        detail = f"{detail}; {disabled}"
+    action = Action(client_id, "hooks", path, verdict.action, detail)
+    if verdict.action == "manual":
+        action.snippet = json.dumps(hookconf.document(shlex.join([entry.command, *entry.args[:-1]])), indent=2)
     return action
 
 
@@ -132,6 +161,9 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> lis
                 actions.append(_unwire(client, path, level))
     if "user" in levels:
         for client in clients:
+            if client.id in hookconf.HOOK_CLIENTS and fileio.real_path(hookconf.hooks_path(client.id)).exists():
+                actions.append(_unhook(client.id))
+        for client in clients:
             if client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME).exists():
                 try:
                     verb, detail, folder = extras.remove_skill(client.skills_dir())
@@ -165,6 +197,28 @@ def _unwire(client: Client, path: Path, level: str) -> Action:
     return Action(client.id, "mcp", path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
 
 
+def _unhook(client_id: str) -> Action:
+    path = hookconf.hooks_path(client_id)
+    had_backup = fileio.has_backup(path)
+    for _ in range(fileio.RETRIES):
+        try:
+            snap = fileio.read(path)
+            try:
+                verdict = hookconf.remove(snap.text, had_backup=had_backup)
+            except UnicodeDecodeError:
+                verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
+            if verdict.delete:
+                fileio.remove(snap)
+            elif verdict.text is not None:
+                fileio.write(snap, verdict.text)
+        except fileio.Changed:
+            continue
+        except OSError as exc:
+            return Action(client_id, "hooks", path, "failed", _why(exc))
+        return Action(client_id, "hooks", path, verdict.action, verdict.detail)
+    return Action(client_id, "hooks", path, "failed", "the file kept changing while we wrote it — close the editor and run again")
+
+
 def _remove_instructions(clients: list[Client]) -> Action:
     ids = ",".join(client.id for client in clients if client.copilot)
     path = instructions_path()
@@ -189,7 +243,8 @@ def wired_clients(project: Path) -> list[Client]:
         texts = [_text(path) for path in paths if path is not None]
         wired = any(text and (wiring.entry_in(client, text) or wiring.has_legacy(client, text)) for text in texts)
         skill = client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME / extras.MANIFEST).exists()
-        if wired or skill:
+        hooks = client.id in hookconf.HOOK_CLIENTS and hookconf.installed(client.id)
+        if wired or skill or hooks:
             found.append(client)
     return found
 

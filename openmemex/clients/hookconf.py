@@ -1,0 +1,172 @@
+"""The agent-host hooks in Claude Code's ``settings.json`` and Codex's ``hooks.json``.
+
+Both hosts read the same shape — ``{"hooks": {Event: [{"matcher"?, "hooks": [{"type":
+"command", "command": …, "timeout": …}]}]}}`` — so one merge serves both. The rules are
+init's: other hooks and keys are never touched, our handler is recognised by its command
+(``… open-memex hook <event>``) wherever the user moved it, a different one of ours is
+kept unless ``--force``, and uninstall removes exactly our handlers (and the groups and
+events left empty by that). Hooks are user-level only: a committed project file would
+carry this machine's executable path to every teammate.
+
+The files under the repository's top-level ``hooks/`` are ``document("open-memex")``,
+checked by a test, for people who wire hosts by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from . import jsonconf
+from .entry import ServerEntry
+from .registry import claude_dir, codex_home
+from .verdict import FORCE_HINT, Verdict
+
+# (host event, our sub-command, seconds the host waits)
+EVENTS = (("SessionStart", "session-start", 10), ("UserPromptSubmit", "user-prompt", 10), ("Stop", "stop", 10))
+HOOK_CLIENTS = ("claude", "codex")
+_OURS = re.compile(r"(?:^|[\s/\\\"'])(?:open-memex(?:\.exe)?|-m\s+openmemex)[\"']?\s+hook\s+(session-start|user-prompt|stop)\b")
+
+
+def hooks_path(client_id: str) -> Path:
+    return claude_dir() / "settings.json" if client_id == "claude" else codex_home() / "hooks.json"
+
+
+def command(entry: ServerEntry, event: str) -> str:
+    """The shell command a host runs: our executable (``args`` minus ``mcp``), pinned to this
+    data root like the MCP entry (hosts start hooks with their own environment)."""
+    argv = shlex.join([entry.command, *entry.args[:-1], "hook", event])
+    home = entry.env.get("OPEN_MEMEX_HOME")
+    if home and sys.platform != "win32":
+        return f"OPEN_MEMEX_HOME={shlex.quote(home)} {argv}"
+    return argv
+
+
+def document(executable: str) -> dict[str, Any]:
+    """The hooks document for an executable found on PATH (the shipped ``hooks/`` files)."""
+    return {"hooks": {name: [{"hooks": [_handler(f"{executable} hook {event}", timeout)]}]
+                      for name, event, timeout in EVENTS}}  # fmt: skip
+
+
+def _handler(cmd: str, timeout: int) -> dict[str, Any]:
+    return {"type": "command", "command": cmd, "timeout": timeout}
+
+
+def event_of(handler: object) -> str | None:
+    """Which of our events a handler runs, or None when it is not ours."""
+    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+        return None
+    match = _OURS.search(handler["command"])
+    return match.group(1) if match else None
+
+
+def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
+    try:
+        doc, layout = jsonconf.parse(text)
+    except jsonconf.NotPlainJson as exc:
+        return Verdict("manual", f"left untouched: {exc}")
+    hooks = doc.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        return Verdict("manual", f'left untouched: "hooks" is a JSON {jsonconf._kind(hooks)}, not an object')
+    outcomes: set[str] = set()
+    for name, event, timeout in EVENTS:
+        groups = hooks.setdefault(name, [])
+        if not isinstance(groups, list):
+            return Verdict("manual", f'left untouched: "hooks.{name}" is not a list')
+        wanted = command(entry, event)
+        found = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                 for h in g["hooks"] if event_of(h) == event]  # fmt: skip
+        if not found:
+            groups.append({"hooks": [_handler(wanted, timeout)]})
+            outcomes.add("added")
+        elif all(h.get("command") == wanted for h in found):
+            outcomes.add("kept")
+        elif force:
+            for handler in found:
+                handler["command"] = wanted
+            outcomes.add("updated")
+        else:
+            outcomes.add("differs")
+    events = ", ".join(name for name, _, _ in EVENTS)
+    if "added" in outcomes or "updated" in outcomes:
+        action = "added" if "added" in outcomes else "updated"
+        return Verdict(action, f"hooks {events}", jsonconf.dump(doc, layout))
+    if "differs" in outcomes:
+        return Verdict("kept", FORCE_HINT.replace("entry", "hook"))
+    return Verdict("kept", "hooks already installed")
+
+
+def remove(text: str, *, had_backup: bool) -> Verdict:
+    try:
+        doc, layout = jsonconf.parse(text)
+    except jsonconf.NotPlainJson as exc:
+        lenient = jsonconf.read_lenient(text) or {}
+        if _has_ours(lenient):
+            return Verdict("manual", f"left untouched ({exc}): remove the open-memex hook commands by hand")
+        return Verdict("absent", "nothing of ours found")
+    if not _has_ours(doc):
+        return Verdict("absent", "no open-memex hooks")
+    original = copy.deepcopy(doc)
+    hooks = doc["hooks"]
+    for name in list(hooks):
+        groups = hooks[name]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                mine = [h for h in group["hooks"] if event_of(h) is not None]
+                if mine:
+                    group["hooks"] = [h for h in group["hooks"] if event_of(h) is None]
+                    if not group["hooks"]:
+                        continue
+            kept_groups.append(group)
+        if kept_groups:
+            hooks[name] = kept_groups
+        else:
+            del hooks[name]
+    if not hooks:
+        del doc["hooks"]
+    if doc == original:
+        return Verdict("absent", "no open-memex hooks")
+    if not doc and not had_backup:
+        return Verdict("removed", "hooks (the file held only ours: deleted)", None, delete=True)
+    return Verdict("removed", "hooks", jsonconf.dump(doc, layout))
+
+
+def _has_ours(doc: dict[str, Any]) -> bool:
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    return any(event_of(h) is not None for groups in hooks.values() if isinstance(groups, list)
+               for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+               for h in g["hooks"])  # fmt: skip
+
+
+def installed(client_id: str) -> bool:
+    try:
+        text = hooks_path(client_id).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _has_ours(jsonconf.read_lenient(text) or {})
+
+
+def codex_hooks_disabled() -> str | None:
+    """The note to give when Codex's config turns hooks off (``[features] hooks`` or the
+    older ``codex_hooks``); newer Codex runs hooks by default, so nothing is written there."""
+    try:
+        data = tomllib.loads((codex_home() / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    features = data.get("features")
+    if not isinstance(features, dict):
+        return None
+    for key in ("hooks", "codex_hooks"):
+        if features.get(key) is False:
+            return f"Codex has [features] {key} = false in {codex_home() / 'config.toml'} — set it to true to run them"
+    return None
