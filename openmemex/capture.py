@@ -16,7 +16,12 @@ Rules, each from a decision:
   A sentence's closing punctuation is not part of the body.
 
 Precision over recall: a false trigger writes state nobody reviewed, a missed one costs a
-sentence. Only ``re`` is imported: this runs on every prompt.
+sentence. So pasted material is not read: lines inside ``` fences and indented lines
+(tool output, logs: pip's "  note: …", rustc's "note: …" are usually pasted so) are
+skipped; "TIL" counts only in capitals ("til the build passes" is not a lesson);
+"remember me …" is about a login box; and a 我觉得/我喜欢 line that addresses the agent
+(你/您: "我觉得这个方案不好，你再想想") is talk, not a preference to store. Only ``re`` is
+imported: this runs on every prompt.
 """
 
 from __future__ import annotations
@@ -44,10 +49,10 @@ _PERSONAL: tuple[tuple[str, str, bool], ...] = (
 )  # fmt: skip
 
 _PROJECT: tuple[tuple[str, str, bool], ...] = (
-    ("remember", rf"(?:please\s+)?remember(?!\s+for\s+me\b)(?:\s*{SEP}\s*|\s+)(?:that\s+|to\s+)?(?P<body>.+)", False),
+    ("remember", rf"(?:please\s+)?remember(?!\s+(?:for\s+)?me\b)(?:\s*{SEP}\s*|\s+)(?:that\s+|to\s+)?(?P<body>.+)", False),
     ("note", rf"(?:please\s+)?note(?:\s+that)?(?:\s*{SEP}\s*|\s+)(?P<body>.+)", False),
     ("don't-forget", rf"(?:don'?t|do\s+not)\s+forget(?:\s+that\s+|\s*{SEP}\s*)(?P<body>.+)", False),
-    ("til", rf"til(?:\s*{SEP}\s*|\s+)(?P<body>.+)", False),
+    ("til", rf"(?-i:TIL)(?:\s*{SEP}\s*|\s+)(?P<body>.+)", False),
     # "save this file and …" is an instruction about a file: a separator is required (D67)
     ("save-this", rf"save\s+(?:this\s*{SEP}|to\s+memory(?:\s*{SEP}|\s))\s*(?P<body>.+)", False),
     ("记住", rf"(?:请)?记住(?!我(?!们)|（个人）|\(个人\))\s*{SEP}?\s*(?P<body>.+)", False),
@@ -67,6 +72,7 @@ def _compile(rules: tuple[tuple[str, str, bool], ...]) -> tuple[tuple[str, re.Pa
     return tuple((name, re.compile(rf"^\s*{pattern}$", re.IGNORECASE)) for name, pattern, _ in rules)
 
 
+_STATEMENTS = frozenset(name for name, _, whole in _PERSONAL + _PROJECT if whole)
 PERSONAL = _compile(_PERSONAL)
 PROJECT = _compile(_PROJECT)
 _TRAILING = re.compile(r"[\s.!?。！？]+$")
@@ -104,8 +110,12 @@ def scan(text: str) -> Scan:
     if not may_trigger(text):
         return result
     fired: set[str] = set()
+    fenced = False
     for line in text.splitlines():
-        if not line.strip():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced or not line.strip() or line.startswith(("  ", "\t")):
             continue
         claimed = False
         for rules, personal in ((PERSONAL, True), (PROJECT, False)):
@@ -118,6 +128,8 @@ def scan(text: str) -> Scan:
                 fired.add(name)
                 claimed = True
                 body = _TRAILING.sub("", match.group("body").strip())
+                if name in _STATEMENTS and ("你" in body or "您" in body):
+                    break  # said to the agent, not a preference to keep
                 if len(body) < MIN_BODY:
                     result.dropped.append(Drop(name, body, "too-short"))
                 elif len(body) > MAX_BODY:
@@ -140,13 +152,12 @@ class Captured:
     masked: list[str] = field(default_factory=list)
 
 
-def capture(ctx: Context, text: str) -> tuple[list[Captured], list[Drop]]:
-    """Save what ``text`` triggers, through the one write path (redaction, dedup, locks):
+def capture(ctx: Context, found: Scan) -> tuple[list[Captured], list[Drop]]:
+    """Save what ``scan`` found, through the one write path (redaction, dedup, locks):
     type fact, tag ``keyword``, source ``keyword`` — the mark the turn-echo guard (D73)
     looks for when the agent tries to save the same sentence right after."""
     from .write import add_memory, clean
 
-    found = scan(text)
     saved: list[Captured] = []
     for hit in found.hits:
         result = add_memory(ctx, hit.body, scope="personal" if hit.personal else "project", type="fact",

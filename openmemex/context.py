@@ -16,9 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import index, paths
+from . import index, paths, store
 from .config import Config, load_config
-from .errors import IndexDamaged, UsageError
+from .errors import IndexDamaged, MemexError, UsageError
 from .index import Folder, Warn, warn_stderr
 from .locks import scope_lock
 from .model import PERSONAL_KEY, RESERVED_SCOPES
@@ -40,6 +40,8 @@ class Context:
     warn: Warn = warn_stderr
     progress: Callable[[int, int], None] | None = None  # set by interactive surfaces
     watch: FolderWatch | None = None  # set by long-running surfaces (the MCP server)
+    wrote: bool = False  # a memory file changed under this context: never run the command again
+    _changes_at: int = field(default_factory=store.changes, repr=False)
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _db_ino: int | None = field(default=None, repr=False)
 
@@ -121,11 +123,6 @@ class Context:
                 self._db_ino = None
         return self._conn
 
-    def index_inode(self) -> int | None:
-        """Which index file this context reads: a replaced file has no rows a watcher vouched for."""
-        _ = self.conn
-        return self._db_ino
-
     def recover_index(self) -> None:
         """The index file is damaged: have it moved aside (unless another process already
         did) and reconnect; the next reconcile rebuilds it from the files."""
@@ -149,6 +146,13 @@ class Context:
         if exc is not None and index.is_corrupt(exc):
             self.recover_index()
             self.close()
+            if self.wrote or store.changes() != self._changes_at:
+                # the change landed before the damage showed: repeating the command would
+                # repeat the change (promote twice, supersede twice), so it is only reported
+                raise MemexError(
+                    "the change was saved, but the index was damaged afterwards and has been rebuilt "
+                    "— check the result with `open-memex list`"
+                ) from exc
             raise IndexDamaged(
                 "the index was damaged and has been moved aside; run the command again"
             ) from exc

@@ -139,10 +139,14 @@ def mcp_handshake(ctx: Context, timeout: float = HANDSHAKE_TIMEOUT_S) -> Check:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]  # fmt: skip
+    # stderr into a file, not a pipe: a server warning about many files must not fill a pipe
+    # nobody reads and stall the handshake
+    errlog = tempfile.TemporaryFile()  # noqa: SIM115 (closed in the finally below)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=ctx.cwd, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog)  # fmt: skip
     except OSError as exc:
+        errlog.close()
         return Check("mcp handshake", False, f"could not start the server: {exc.strerror}")
     lines: queue.Queue[bytes] = queue.Queue()
 
@@ -164,9 +168,13 @@ def mcp_handshake(ctx: Context, timeout: float = HANDSHAKE_TIMEOUT_S) -> Check:
             left = timeout - (time.monotonic() - started)
             line = lines.get(timeout=max(left, 0.01))
             if not line:
-                err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+                proc.wait(timeout=5)
+                errlog.seek(0)
+                err = errlog.read().decode(errors="replace").strip().splitlines()
                 return Check("mcp handshake", False, "the server exited: " + (err[-1] if err else "no message"))
             message = json.loads(line)  # a non-JSON line on stdout is a broken wire: reported below
+            if not isinstance(message, dict):
+                raise json.JSONDecodeError("not a JSON-RPC object", line.decode(errors="replace"), 0)
             if message.get("id") == 2:
                 tools = [t["name"] for t in message.get("result", {}).get("tools", [])]
     except queue.Empty:
@@ -185,9 +193,9 @@ def mcp_handshake(ctx: Context, timeout: float = HANDSHAKE_TIMEOUT_S) -> Check:
             proc.kill()
             proc.wait()
         reader.join(timeout=5)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        errlog.close()
     elapsed = time.monotonic() - started
     if sorted(tools) != sorted(TOOL_NAMES):
         return Check("mcp handshake", False, f"expected the eleven memory_* tools, got {len(tools)}: {', '.join(tools)}")

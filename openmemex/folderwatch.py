@@ -8,9 +8,13 @@ a read therefore sees every change that finished before the read began — the g
 the stat scan gives (docs/protocol.md, Consistency) — and only the files it names are
 re-checked.
 
-The full check (``freshness.reconcile``) still runs for a folder that cannot be watched
-(missing, the kernel's watch limit reached), for every folder when the event queue
-overflowed or the index file was replaced or rebuilt, and everywhere off Linux.
+A watch follows a folder's inode, not its path, so each call also stats every folder it
+reads (a handful of stats): when a path now names another folder — an ancestor renamed
+and re-cloned, a symlink retargeted, a folder replaced — the watch is renewed and that
+folder checked in full. The full check (``freshness.reconcile``) also runs for a folder
+that cannot be watched (missing, the kernel's watch limit reached), for every folder when
+the event queue overflowed or the index was rebuilt or replaced (its epoch changed), and
+everywhere off Linux.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import freshness, paths
-from .index import SyncStats
+from . import freshness
+from .index import SyncStats, epoch
 
 if TYPE_CHECKING:
     from .context import Context
@@ -49,7 +53,6 @@ IN_CLOEXEC = 0o2000000
 
 FOLDER_MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
                | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)  # fmt: skip
-ROOT_MASK = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
 GONE = IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT
 EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
 
@@ -65,11 +68,10 @@ class FolderWatch:
         self._libc = libc
         self._lock = threading.RLock()
         self._dirs: dict[str, int] = {}
+        self._ids: dict[str, tuple[int, int]] = {}  # (st_dev, st_ino) the watch was set on
         self._wds: dict[int, set[str]] = {}
         self._pending: dict[str, set[str] | None] = {}
-        self._root_wd: int | None = None
-        self._index_replaced = False
-        self._index_ino: int | None = None
+        self._epoch: str | None = None
         self.counters = {"full": 0, "files": 0, "clean": 0, "missing": 0, "overflow": 0}
 
     @classmethod
@@ -110,14 +112,14 @@ class FolderWatch:
             if self._fd < 0:
                 return freshness.reconcile(ctx.conn, folders, warn=ctx.warn, progress=ctx.progress)
             self._drain()
-            self._watch_root()
-            inode = ctx.index_inode()
-            if self._index_replaced or inode != self._index_ino:
+            current = epoch(ctx.conn)
+            if current != self._epoch:  # a new, rebuilt or swapped index: no row is vouched for
                 self._everything()
-                self._index_replaced = False
-                self._index_ino = inode
+                self._epoch = current
             for folder in folders:
                 key = str(folder.path)
+                if key in self._dirs and self._identity(key) != self._ids.get(key):
+                    self._drop(key)  # the path names another folder now
                 if key not in self._dirs:
                     # watched before the scan, so a change during the scan is queued
                     if not self._add(key) and not os.path.isdir(key):
@@ -161,20 +163,37 @@ class FolderWatch:
             self._pending[key] = None
 
     def _add(self, key: str) -> bool:
+        identity = self._identity(key)
         wd = self._libc.inotify_add_watch(self._fd, os.fsencode(key), FOLDER_MASK)
-        if wd < 0:
+        if wd < 0 or identity is None:
             return False  # missing, not a folder, or out of watches: the full check stays
+        if identity != self._identity(key):  # swapped while we set the watch: try next call
+            self._libc.inotify_rm_watch(self._fd, wd)
+            return False
         self._dirs[key] = wd
+        self._ids[key] = identity
         self._wds.setdefault(wd, set()).add(key)
         return True
 
-    def _watch_root(self) -> None:
-        """The data root itself, to see ``index.db`` deleted, moved aside or replaced."""
-        if self._root_wd is not None:
+    def _drop(self, key: str) -> None:
+        wd = self._dirs.pop(key, None)
+        self._ids.pop(key, None)
+        self._pending.pop(key, None)
+        if wd is None:
             return
-        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(str(self._root)), ROOT_MASK)
-        if wd >= 0:
-            self._root_wd = wd
+        keys = self._wds.get(wd, set())
+        keys.discard(key)
+        if not keys:
+            self._wds.pop(wd, None)
+            self._libc.inotify_rm_watch(self._fd, wd)
+
+    @staticmethod
+    def _identity(key: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(key)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
     def _drain(self) -> None:
         while True:
@@ -196,13 +215,6 @@ class FolderWatch:
             self.counters["overflow"] += 1
             self._everything()
             return
-        if wd == self._root_wd:
-            if mask & GONE:
-                self._root_wd = None
-                self._index_replaced = True
-            elif name == paths.index_path(Path()).name.encode():
-                self._index_replaced = True
-            return
         keys = self._wds.get(wd)
         if not keys:
             return
@@ -212,6 +224,7 @@ class FolderWatch:
                 self._libc.inotify_rm_watch(self._fd, wd)
             for key in keys:
                 self._dirs.pop(key, None)
+                self._ids.pop(key, None)
                 self._pending[key] = None
             del self._wds[wd]
             return

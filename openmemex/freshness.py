@@ -24,6 +24,8 @@ from .model import Memory
 from .text import undecodable_at
 
 PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
+NAMED_ROWS = 500  # up to this many changed files, only their rows are read
+CHUNK_ROWS = 2000  # rows committed at a time by a large reconcile
 
 
 def sync(ctx: Context, scope: str = "both", kind: str = "request") -> SyncStats:
@@ -130,8 +132,12 @@ def _reconcile_folder(
     # then "new" (re-read, harmless), never "gone" (its row deleted).
     plain = conn.cursor()
     plain.row_factory = None  # plain tuples: this runs on every read
-    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM memories WHERE dir = ?", (key,))}
-    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM quarantine WHERE dir = ?", (key,))}
+    pick, named = "", []
+    if only is not None and len(only) <= NAMED_ROWS:  # a watcher's few files: just their rows
+        named = sorted(only)
+        pick = f" AND file_path IN ({placeholders(named)})"
+    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM memories WHERE dir = ?{pick}", (key, *named))}
+    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM quarantine WHERE dir = ?{pick}", (key, *named))}
     plain.close()
     if only is not None:
         known = {p: sig for p, sig in known.items() if p in only}
@@ -181,12 +187,17 @@ def _reconcile_folder(
         else:
             stats.added += 1
         rows.append(index.row_values(memory, folder, path, sig))
+        if len(rows) >= CHUNK_ROWS:
+            # committed as it goes: a first read of a large store that gets killed (a hook's
+            # timeout) keeps its progress, and the next run re-reads only the rest
+            _store_rows(conn, rows)
+            rows = []
     for path_text, reason in new_odd.items():
         bad.append((path_text, (0, 0, 0, 0), reason))
     stats.removed = len(removed)
     now = time.time()
     with index.transaction(conn):
-        conn.executemany(index.UPSERT_SQL, rows)
+        _store_rows(conn, rows)
         conn.executemany("DELETE FROM memories WHERE file_path = ?", [(p,) for p in removed])
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(p,) for p in released])
         for path_text, sig, reason in bad:
@@ -198,18 +209,23 @@ def _reconcile_folder(
                 "ctime_ns=excluded.ctime_ns, ino=excluded.ino, reason=excluded.reason, seen_at=excluded.seen_at",
                 (path_text, key, *sig, reason, now),
             )
-        good_paths = [(r[3],) for r in rows]
-        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", good_paths)
         if stats.changed or bad or kind != "request":
             index.write_sync_row(conn, key, kind, stats, now)
         if only is None:
             index.store_fingerprint(conn, key, seen)
-    if len(rows) + len(removed) > 1000 and not conn.in_transaction:
+    if stats.added + stats.updated + len(removed) > 1000 and not conn.in_transaction:
         _checkpoint(conn)
     for path_text, _, reason in bad:
         stats.quarantined.append((Path(path_text), reason))
         warn(f"skipped {path_text}: {reason}")
     return stats
+
+
+def _store_rows(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    """Upsert read files' rows; a file that reads again is no longer quarantined."""
+    with index.transaction(conn):
+        conn.executemany(index.UPSERT_SQL, rows)
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(r[3],) for r in rows])
 
 
 def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:
@@ -243,6 +259,7 @@ def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Pat
     already landed, so this never fails the command: a damaged index is rebuilt from them
     (never re-raised — a surface's retry must not repeat a write), and a busy one is left
     for the next read, whose fingerprint check sees the folder changed."""
+    ctx.wrote = True
     try:
         index.apply_changes(ctx.conn, written, removed or [])
     except StoreBusyError:

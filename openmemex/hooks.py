@@ -22,6 +22,7 @@ A hook never breaks the session: any failure is one line on stderr, no output, e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import IO, TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .capture import Scan
     from .context import Context
 
 EVENTS = ("session-start", "user-prompt", "stop")
@@ -44,25 +46,29 @@ def run(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None)
     try:
         payload = _payload(stdin.read())
         if event == "user-prompt":
-            from .capture import may_trigger
+            from .capture import scan
 
             prompt = payload.get("prompt")
-            if not isinstance(prompt, str) or not may_trigger(prompt):
+            found = scan(prompt) if isinstance(prompt, str) else None
+            if found is None or not (found.hits or found.dropped):
                 return 0  # the common case: nothing imported, nothing opened
-            document = user_prompt(payload, prompt)
+            document = user_prompt(payload, found)
         elif event == "session-start":
             document = session_start(payload)
         else:
             document = stop(payload)
+        if document:
+            # ASCII escapes: valid JSON whatever encoding the host gave our stdout (Windows
+            # pipes use the ANSI code page; "→" and Chinese would not encode there)
+            stdout.write(json.dumps(document, ensure_ascii=True) + "\n")
+            stdout.flush()
     except Exception as exc:  # fail open: the user's session matters more than a memory
         from .crashlog import summary
         from .errors import MemexError
 
         line = str(exc) if isinstance(exc, MemexError) else summary(exc)
-        sys.stderr.write(f"open-memex hook {event}: {line}\n")
-        return 0
-    if document:
-        stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"open-memex hook {event}: {line}\n".encode("ascii", "backslashreplace").decode("ascii"))
     return 0
 
 
@@ -98,7 +104,7 @@ def _output(event_name: str, context: str = "", message: str = "") -> dict[str, 
 
 
 # -- events ------------------------------------------------------------------------------
-def user_prompt(payload: dict[str, Any], prompt: str) -> dict[str, Any]:
+def user_prompt(payload: dict[str, Any], found: Scan) -> dict[str, Any]:
     from .capture import capture
     from .guidance import handoff
 
@@ -106,7 +112,7 @@ def user_prompt(payload: dict[str, Any], prompt: str) -> dict[str, Any]:
     if not ctx.config.values.get("keywordCaptureEnabled", True):
         return {}
     with ctx:
-        saved, dropped = capture(ctx, prompt)
+        saved, dropped = capture(ctx, found)
     told = [f"open-memex: remembered → {c.scope}: \"{_preview(c.body)}\" (id {c.id})" for c in saved]
     told += [f"open-memex: \"{d.pattern}\" matched but nothing was saved: \"{d.body}\" is "
              + (f"{len(d.body)} characters (at least 3 needed)" if d.reason == "too-short" else "too long (2000 at most)")
@@ -117,7 +123,7 @@ def user_prompt(payload: dict[str, Any], prompt: str) -> dict[str, Any]:
 def session_start(payload: dict[str, Any]) -> dict[str, Any]:
     from .git.sync_status import outbox_count
     from .guidance import outbox_note
-    from .inject import session_block
+    from .inject import estimate_tokens, session_block
 
     if payload.get("source") == "resume":
         return {}  # the resumed transcript already holds the block
@@ -126,11 +132,13 @@ def session_start(payload: dict[str, Any]) -> dict[str, Any]:
         _remember_turn(ctx, payload)
         if not ctx.config.values.get("injectOnFirstTurn", True):
             return {}
-        block = session_block(ctx)
         drafts = outbox_count(ctx)
+        note = outbox_note(drafts)
+        budget = int(ctx.config.values.get("injectTokens", 800)) - (estimate_tokens(note) + 1 if note else 0)
+        block = session_block(ctx, budget=max(budget, 0))
     text = block.text
-    if drafts:
-        text = (text + "\n" if text else "") + outbox_note(drafts)
+    if note:
+        text = (text + "\n" if text else "") + note
     return _output("SessionStart", text)
 
 

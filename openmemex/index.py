@@ -24,7 +24,7 @@ from .ids import parse_time
 from .model import Memory
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: the index_info table (an epoch that changes whenever rows are rebuilt), dir+status index
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
@@ -60,6 +60,7 @@ CREATE TABLE memories(
 );
 CREATE INDEX memories_id ON memories(id);
 CREATE INDEX memories_dir_updated ON memories(dir, updated_at DESC);
+CREATE INDEX memories_dir_status ON memories(dir, status);
 CREATE INDEX memories_hash ON memories(content_hash);
 CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
@@ -91,6 +92,10 @@ CREATE TABLE quarantine(
   ino INTEGER NOT NULL,
   reason TEXT NOT NULL,
   seen_at REAL NOT NULL
+);
+CREATE TABLE index_info(
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
 );
 CREATE TABLE folder_state(
   dir TEXT PRIMARY KEY,
@@ -295,7 +300,15 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
         for statement in _split_sql(_SCHEMA):
             conn.execute(statement)
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def epoch(conn: sqlite3.Connection) -> str:
+    """Changes whenever every row was dropped and rebuilt (a new index, ``reindex``): a
+    long-running reader's knowledge of which rows are current ends with it."""
+    row = conn.execute("SELECT value FROM index_info WHERE key = 'epoch'").fetchone()
+    return str(row[0]) if row else ""
 
 
 def _split_sql(script: str) -> Iterator[str]:

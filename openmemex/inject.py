@@ -22,6 +22,7 @@ import math
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import freshness
 from .context import Context
@@ -56,9 +57,10 @@ class Block:
 
 
 def estimate_tokens(text: str) -> int:
-    """About 4 Latin characters per token, one per CJK character: good enough for a budget."""
+    """About 4 Latin characters per token, one per CJK character, one per line break: good
+    enough for a budget, and never an under-count of the block as a whole."""
     cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
-    return cjk + math.ceil((len(text) - cjk) / 4)
+    return cjk + math.ceil((len(text) - cjk) / 4) + text.count("\n")
 
 
 def session_block(ctx: Context, budget: int | None = None, focus: Focus | None = None) -> Block:
@@ -90,7 +92,9 @@ def session_block(ctx: Context, budget: int | None = None, focus: Focus | None =
 
 
 def _admit(row: sqlite3.Row, own_personal: set[str]) -> str | None:
-    """Which part a memory may enter, or None (the iron rules)."""
+    """Which part a memory may enter, or None (the iron rules). A project instruction must
+    also carry the review in its history — a hand-set ``review_state: approved`` on an
+    unreviewed branch is not a review."""
     reviewed = row["review_state"] in REVIEWED
     if row["scope"] == "personal":
         if row["dir"] not in own_personal or row["source"] == "inference":
@@ -99,8 +103,21 @@ def _admit(row: sqlite3.Row, own_personal: set[str]) -> str | None:
     if row["source"] == "inference" and not reviewed:
         return None
     if row["role"] == "instruction":
-        return "instruction" if reviewed else None  # an unreviewed instruction is not shown at all
+        # an unreviewed instruction is not shown at all
+        return "instruction" if reviewed and _review_recorded(Path(row["file_path"])) else None
     return "project"
+
+
+def _review_recorded(path: Path) -> bool:
+    """The file's ``review_history`` has a step into approved/published by someone (read
+    only for the few reviewed instructions; unreadable means no)."""
+    from .memfile import MemoryFileError, read_memory
+
+    try:
+        memory = read_memory(path)
+    except (MemoryFileError, OSError):
+        return False
+    return any(isinstance(step, dict) and step.get("to") in REVIEWED and step.get("by") for step in memory.review_history)
 
 
 def _candidates(conn: sqlite3.Connection, dirs: list[str], focus: Focus) -> dict[str, tuple[sqlite3.Row, float]]:
@@ -137,13 +154,13 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int) -> Bl
     footer = ("Search memory (memory_search) before asking about past decisions; save what the user states "
               "(memory_add) and propose what you infer.")  # fmt: skip
     head = f"[open-memex] {DISCLAIMER}"
-    used = estimate_tokens(head) + estimate_tokens(footer)
+    used = estimate_tokens(head) + estimate_tokens(footer) + 1
     chosen: dict[str, list[Item]] = {k: [] for k in sections}
     kept: list[Item] = []
     for item in items:
         state = f" [{item.review_state}]" if item.kind == "project" and item.review_state not in REVIEWED else ""
         line = f"- [{item.type}]{state} {item.text} (id {item.id})"
-        cost = estimate_tokens(line) + (0 if chosen[item.kind] else estimate_tokens(sections[item.kind]))
+        cost = estimate_tokens(line) + 1 + (0 if chosen[item.kind] else estimate_tokens(sections[item.kind]) + 1)
         if used + cost > budget:
             continue
         used += cost

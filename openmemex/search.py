@@ -85,7 +85,11 @@ def check_limit(limit: int, maximum: int) -> int:
     return min(limit, maximum)
 
 
-def search(ctx: Context, query: str, scope: str = "both", type: str | None = None, limit: int = DEFAULT_LIMIT) -> SearchResult:
+def search(ctx: Context, query: str, scope: str = "both", type: str | None = None, limit: int = DEFAULT_LIMIT,
+           explain: bool = False) -> SearchResult:  # fmt: skip
+    """The best hits for ``query``. Ranked by FTS5 itself (its ``rank`` column with our bm25
+    weights), so the join to ``memories`` stops at the over-fetch limit instead of scoring
+    and sorting every match; what lifecycle hid is counted only for ``explain``."""
     if type is not None and type not in TYPES:
         raise UsageError(f"unknown type {type!r} — use one of: {', '.join(TYPES)}")
     check_text(query, "the search query")
@@ -107,19 +111,21 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     params.append(overfetch)
     weights = ", ".join(str(w) for w in WEIGHTS)
     hidden_clause = "m.status IN ('retracted', 'archived')"
-    result.hidden_retracted = ctx.conn.execute(
-        f"SELECT COUNT(*) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} AND {hidden_clause}",
-        params[:-1],
-    ).fetchone()[0]
+    if explain:
+        result.hidden_retracted = ctx.conn.execute(
+            f"SELECT COUNT(*) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} AND {hidden_clause}",
+            params[:-1],
+        ).fetchone()[0]
     rows = ctx.conn.execute(
-        f"SELECT m.*, bm25(memories_fts, {weights}) AS rank, "
+        f"SELECT m.*, memories_fts.rank AS rank, "
         f"snippet(memories_fts, 0, '[', ']', ' … ', 12) AS snip, "
         f"highlight(memories_fts, 1, '\x01', '\x02') AS tag_hl, "
         f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl "
         f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} AND NOT {hidden_clause} "
-        f"ORDER BY rank LIMIT ?",
+        f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
+        f"AND m.dir IN ({marks}){type_clause} AND NOT {hidden_clause} "
+        f"ORDER BY memories_fts.rank LIMIT ?",
         params,
     ).fetchall()
     result.candidates = len(rows) + result.hidden_retracted

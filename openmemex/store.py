@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +25,19 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
 
 
+_changes = threading.local()
+
+
+def changes() -> int:
+    """How many files this thread wrote or deleted so far: a command compares the number
+    before and after to know whether running it again would repeat a change."""
+    return int(getattr(_changes, "count", 0))
+
+
+def _changed() -> None:
+    _changes.count = changes() + 1
+
+
 def write_atomic(path: Path, text: str) -> None:
     """tmp + fsync + rename in the same folder: a reader never sees a torn file (D57, D64).
     A folder or file we may not write is one clear error, and no temp file is left."""
@@ -38,6 +52,7 @@ def write_atomic(path: Path, text: str) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        _changed()
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -81,6 +96,7 @@ def delete(path: Path) -> None:
     """Hard delete. Only "already gone" is success; anything else is reported (D63)."""
     try:
         path.unlink()
+        _changed()
     except FileNotFoundError:
         return
     except OSError as exc:

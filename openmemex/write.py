@@ -133,10 +133,15 @@ def _add_locked(
     candidates = _candidates(ctx, body, dirs)
     tokens = similarity_tokens(body)
     if guard_echo:
+        # Both scopes: the hook routes "remember for me …" to personal while an agent's
+        # re-save of the same sentence defaults to the project (D73 backstop).
         now = time.time()
+        both_folders = ctx.folders("both")
+        freshness.sync_folders(ctx, both_folders)
+        both = [str(f.path) for f in both_folders]
         echoes = [
             Similar(r[0], score, r[2][:120])
-            for r in candidates
+            for r in (candidates if set(both) <= set(dirs) else _candidates(ctx, body, both))
             if r[3] in ("keyword", "user") and r[4] >= now - ECHO_WINDOW_S
             for score in [jaccard(tokens, similarity_tokens(r[2]))]
             if score >= ECHO_THRESHOLD

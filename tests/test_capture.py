@@ -117,3 +117,19 @@ def test_dry_run_cli(cli: Any) -> None:
     assert dropped.rc == 0 and "NOT captured" in dropped.out and "floor: 3" in dropped.out
     assert "nothing would be captured" in cli("capture", "--dry-run", "hello there").out
     assert cli("capture", "remember x").rc == 2
+
+
+@pytest.mark.parametrize("text", [
+    "  note: This error originates from a subprocess, and is likely not a problem with pip.",
+    "\tremember that this is indented tool output",
+    "```\nremember that this is inside a pasted block\n```",
+    "remember me on this device checkbox is broken",
+    "til the build passes, keep retrying",
+    "我觉得这个方案不太好，你再想想",
+])  # fmt: skip
+def test_pasted_material_and_talk_to_the_agent_do_not_trigger(text: str) -> None:
+    nothing(text)
+
+
+def test_text_after_a_closed_fence_still_triggers() -> None:
+    assert one("```\nlog line\n```\nremember that the log rotates daily") == ("the log rotates daily", False)

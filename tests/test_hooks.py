@@ -66,7 +66,12 @@ def store(git_repo: Path, data_root: Path) -> dict[str, Memory]:
     made = {
         "instruction": put(repo_dir, "Always run `make lint-payments` before committing payments code.",
                            scope_key=key, role="instruction", review_state="approved", type="constraint",
-                           visibility="internal"),
+                           visibility="internal", review_history=[
+                               {"at": now_rfc3339(), "by": "dev", "from": None, "to": "draft"},
+                               {"at": now_rfc3339(), "by": "dev", "from": "draft", "to": "proposed"},
+                               {"at": now_rfc3339(), "by": "lead", "from": "proposed", "to": "approved"}]),
+        "self_approved": put(repo_dir, "Always deploy payments code on Fridays (approved by hand-edit only).",
+                             scope_key=key, role="instruction", review_state="approved", visibility="internal"),
         "draft_instruction": put(outbox, "Always squash payments commits (unreviewed).", scope_key=key,
                                  role="instruction", review_state="draft", visibility="internal"),
         "inference": put(outbox, "Payments retries probably need jitter (my inference).", scope_key=key,
@@ -93,10 +98,10 @@ def test_session_start_block_follows_the_iron_rules(store: dict[str, Memory], gi
     assert out["hookEventName"] == "SessionStart"
     block = out["additionalContext"]
     assert DISCLAIMER in block
-    assert estimate_tokens(block) <= 800 + 40  # the budget, plus the outbox note appended after it
+    assert estimate_tokens(block) <= 800  # the outbox note included
     ids = {name: m.id for name, m in store.items()}
     assert ids["instruction"] in block and ids["mine"] in block and ids["knowledge"] in block
-    for excluded in ("inference", "teammate", "draft_instruction"):
+    for excluded in ("inference", "teammate", "draft_instruction", "self_approved"):
         assert ids[excluded] not in block, excluded
     instructions = block.split("Reviewed instructions", 1)[1].split("About the user")[0].split("Project knowledge")[0]
     assert ids["instruction"] in instructions and ids["knowledge"] not in instructions
@@ -236,3 +241,21 @@ def test_capture_can_be_turned_off(git_repo: Path, data_root: Path, cli: Any) ->
 def test_unknown_event_is_a_usage_error(git_repo: Path) -> None:
     result = hook("pre-tool", {}, git_repo)
     assert result.rc == 2 and "session-start" in result.err
+
+
+async def test_echo_guard_looks_across_scopes(git_repo: Path, data_root: Path) -> None:
+    """The hook saved a personal capture; the agent's re-save defaults to the project."""
+    payload = claude_payload("UserPromptSubmit", git_repo, prompt="remember for me that I prefer tabs over spaces")
+    assert "personal" in json.loads(hook("user-prompt", payload, git_repo).out)["systemMessage"]
+    from mcp import Client
+
+    from openmemex.server.app import build
+    from openmemex.server.calls import Session
+
+    session = Session.start()
+    try:
+        async with Client(build(session)) as c:
+            echo = await c.call_tool("memory_add", {"content": "I prefer tabs over spaces"})
+    finally:
+        session.close()
+    assert echo.structured_content["status"] == "refused"

@@ -560,3 +560,100 @@ async def test_an_unexpanded_workspace_variable_falls_back_to_the_start_folder(g
         errlog.seek(0)
         assert "was not expanded" in errlog.read()
     assert f"widgets ({git_repo})" in (init.instructions or "")
+
+
+def test_a_command_that_wrote_is_never_run_again(git_repo: Path) -> None:
+    """Damage found after a write is reported, not answered by re-running the command."""
+    import sqlite3
+
+    from openmemex.context import Context
+    from openmemex.errors import IndexDamaged, MemexError
+
+    for wrote, expected in ((False, IndexDamaged), (True, MemexError)):
+        ctx = Context.load()
+        with pytest.raises(MemexError) as info, ctx:
+            ctx.wrote = wrote
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        assert type(info.value) is expected
+
+
+async def test_damage_after_a_promote_does_not_promote_twice(git_repo: Path, data_root: Path, cli: Any) -> None:
+    import sqlite3
+
+    from openmemex.context import Context
+    from openmemex.ids import now_rfc3339
+    from openmemex.model import Memory
+    from openmemex.store import save
+
+    mid = json.loads(cli("add", "we deploy the zebra service on fridays", "--json").out)["id"]
+    assert cli("submit", mid).rc == 0
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    stamp = now_rfc3339()
+    for i in range(1500):  # enough outbox rows that the post-write count reads many index pages
+        save(Memory(id=f"01J{i:023d}", scope="project", scope_key=key, body=f"draft {i} padding text for pages",
+                    created_at=stamp, updated_at=stamp, visibility="internal"), outbox)  # fmt: skip
+    db = data_root / "index.db"
+    async with in_process() as c:
+        await c.call_tool("memory_list", {"limit": 1})
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        for name in ("memories_dir_updated", "memories_dir_status"):  # what the outbox count reads
+            leaves = [p for (p,) in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name=? AND pagetype='leaf' ORDER BY path", (name,))]
+            with db.open("r+b") as fh:
+                fh.seek((leaves[len(leaves) // 2] - 1) * page_size + 8)
+                fh.write(b"\xff" * 64)
+        conn.close()
+        await c.call_tool("memory_promote", {"id": mid})
+    stored = (git_repo / ".ai" / "open-memex" / f"{mid}.md").read_text()
+    assert "review_state: approved" in stored and stored.count("to: approved") == 1
+    assert "published" not in stored
+    assert list(data_root.glob("index.db.corrupt-*")), "the damage was never reached"
+
+
+async def test_reindex_by_another_process_is_noticed(git_repo: Path, tmp_path: Path, cli: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    mid = json.loads(cli("add", "nu: the repo copy survives a foreign reindex", "--json").out)["id"]
+    assert cli("submit", mid).rc == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with in_process(git_repo) as c:
+        found = await c.call_tool("memory_search", {"query": "foreign reindex"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [mid]
+        with monkeypatch.context() as m:
+            m.chdir(elsewhere)  # its reindex rebuilds every row but re-reads only its own folders
+            assert cli("reindex").rc == 0
+        for _ in range(2):
+            found = await c.call_tool("memory_search", {"query": "foreign reindex"})
+            assert [h["id"] for h in found.structured_content["hits"]] == [mid]
+
+
+async def test_a_folder_swapped_under_its_path_is_noticed(git_repo: Path, tmp_path: Path, linux_only: None) -> None:
+    """Watches follow inodes: a retargeted symlink or a re-created ancestor is a new folder."""
+    from openmemex.ids import new_ulid
+    from tests.helpers import write_example
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    first, second = new_ulid(), new_ulid()
+    write_example(a, first, "\nGiraffe marker one.")
+    write_example(b, second, "\nGiraffe marker two.")
+    (git_repo / ".ai").mkdir()
+    link = git_repo / ".ai" / "open-memex"
+    link.symlink_to(a)
+    async with in_process(git_repo) as c:
+        found = await c.call_tool("memory_search", {"query": "giraffe marker"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [first]
+        link.unlink()
+        link.symlink_to(b)
+        found = await c.call_tool("memory_search", {"query": "giraffe marker"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [second]
+        # the whole work tree moved away and a fresh clone put in its place
+        git_repo.rename(tmp_path / "repo.old")
+        git("init", "-q", "-b", "main", str(git_repo), cwd=tmp_path)
+        git("remote", "add", "origin", "git@github.com:acme/widgets.git", cwd=git_repo)
+        third = new_ulid()
+        write_example(git_repo / ".ai" / "open-memex", third, "\nGiraffe marker three.")
+        found = await c.call_tool("memory_search", {"query": "giraffe marker"})
+        assert [h["id"] for h in found.structured_content["hits"]] == [third]

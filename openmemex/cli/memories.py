@@ -110,7 +110,7 @@ def search(
     from ..search import state_tag
 
     with open_context() as ctx:
-        result = run_search(ctx, query, scope=scope, type=type, limit=limit)
+        result = run_search(ctx, query, scope=scope, type=type, limit=limit, explain=explain)
     if json:
         emit_json(result.to_json())
         return 0

@@ -28,9 +28,10 @@ from .registry import claude_dir, codex_home
 from .verdict import FORCE_HINT, Verdict
 
 # (host event, our sub-command, seconds the host waits)
-EVENTS = (("SessionStart", "session-start", 10), ("UserPromptSubmit", "user-prompt", 10), ("Stop", "stop", 10))
+# session-start may have to index a large store for the first time: more room than the rest
+EVENTS = (("SessionStart", "session-start", 30), ("UserPromptSubmit", "user-prompt", 10), ("Stop", "stop", 10))
 HOOK_CLIENTS = ("claude", "codex")
-_OURS = re.compile(r"(?:^|[\s/\\\"'])(?:open-memex(?:\.exe)?|-m\s+openmemex)[\"']?\s+hook\s+(session-start|user-prompt|stop)\b")
+_EXE = re.compile(r"(?:^|.*[/\\])open-memex(?:\.exe)?$")
 
 
 def hooks_path(client_id: str) -> Path:
@@ -58,11 +59,26 @@ def _handler(cmd: str, timeout: int) -> dict[str, Any]:
 
 
 def event_of(handler: object) -> str | None:
-    """Which of our events a handler runs, or None when it is not ours."""
+    """Which of our events a handler runs, or None when it is not ours. Ours is the whole
+    command and nothing more — ``[OPEN_MEMEX_HOME=…] <…/open-memex | python -m openmemex>
+    hook <event>`` — so a user's command that merely mentions it (``… && say done``, an
+    ``echo``) is never taken, rewritten or removed."""
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
         return None
-    match = _OURS.search(handler["command"])
-    return match.group(1) if match else None
+    try:
+        words = shlex.split(handler["command"])
+    except ValueError:
+        return None
+    while words and re.fullmatch(r"OPEN_MEMEX_HOME=.*", words[0], re.DOTALL):
+        words = words[1:]
+    if len(words) == 3 and _EXE.match(words[0]):
+        rest = words[1:]
+    elif len(words) == 5 and words[1:3] == ["-m", "openmemex"]:
+        rest = words[3:]
+    else:
+        return None
+    events = {event for _, event, _ in EVENTS}
+    return rest[1] if rest[0] == "hook" and rest[1] in events else None
 
 
 def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
@@ -113,7 +129,7 @@ def remove(text: str, *, had_backup: bool) -> Verdict:
         return Verdict("absent", "no open-memex hooks")
     original = copy.deepcopy(doc)
     hooks = doc["hooks"]
-    for name in list(hooks):
+    for name in [n for n, _, _ in EVENTS if n in hooks]:  # only where we put them
         groups = hooks[name]
         if not isinstance(groups, list):
             continue

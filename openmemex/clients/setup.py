@@ -114,6 +114,8 @@ def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
     disabled = hookconf.codex_hooks_disabled() if client_id == "codex" else None
     if disabled:
         detail = f"{detail}; {disabled}"
+    if client_id == "codex" and verdict.action in ("added", "updated"):
+        detail += "; Codex runs new or changed hooks only once you trust them: open Codex and review them in /hooks"
     action = Action(client_id, "hooks", path, verdict.action, detail)
     if verdict.action == "manual":
         action.snippet = json.dumps(hookconf.document(shlex.join([entry.command, *entry.args[:-1]])), indent=2)

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from .. import __version__, guidance
 from ..context import Context
+from ..errors import MemexError
 from ..terminal import safe
 from .calls import Session, ToolFailure
 from .names import TOOL_NAMES
@@ -88,8 +89,12 @@ def build(session: Session, drafts: int | None = None) -> Any:
     given) go into the handshake (D53)."""
     if drafts is None:
         drafts = _count_drafts(session)
-    project = Context.load(cwd=session.cwd)
-    where = f"{project.project.name} ({project.project.root})"
+    try:
+        here = Context.load(cwd=session.cwd)
+        where = f"{here.project.name} ({here.project.root})"
+    except MemexError as exc:  # a broken config.json: the server still starts and each call says why
+        log.warning("%s", exc)
+        where = ""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools import Tool
     from mcp.types import CallToolResult, ToolAnnotations
@@ -105,16 +110,14 @@ def build(session: Session, drafts: int | None = None) -> Any:
         return register
 
     def call(render: Callable[[Context], tuple[str, dict[str, Any], bool]]) -> CallToolResult:
-        """Run ``render`` (core call + text + JSON + whether it mutated) as one tool call."""
-        def work(ctx: Context) -> tuple[str, dict[str, Any], int | None]:
-            text, data, mutated = render(ctx)
-            return text, data, (_drafts(ctx) if mutated and ctx.project.key else None)
-
+        """Run ``render`` (core call + text + JSON + whether it mutated) as one tool call.
+        The outbox count is a second, separate step: the call has already done its work, so
+        nothing that goes wrong while counting may make it run again (or fail it)."""
         try:
-            (text, data, drafts_now), warnings = session.run(work)
+            (text, data, mutated), warnings = session.run(render)
         except ToolFailure as exc:
             return _failure(str(exc))  # type: ignore[no-any-return]
-        return _result(text, data, warnings, drafts_now)  # type: ignore[no-any-return]
+        return _result(text, data, warnings, _count_drafts(session) if mutated else None)  # type: ignore[no-any-return]
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
