@@ -121,6 +121,7 @@ def user_prompt(payload: dict[str, Any], found: Scan) -> dict[str, Any]:
 
 
 def session_start(payload: dict[str, Any]) -> dict[str, Any]:
+    from . import freshness
     from .git.sync_status import outbox_count
     from .guidance import outbox_note
     from .inject import estimate_tokens, session_block
@@ -132,10 +133,10 @@ def session_start(payload: dict[str, Any]) -> dict[str, Any]:
         _remember_turn(ctx, payload)
         if not ctx.config.values.get("injectOnFirstTurn", True):
             return {}
-        drafts = outbox_count(ctx)
-        note = outbox_note(drafts)
+        freshness.sync_folders(ctx, [*ctx.folders("personal"), *ctx.folders("project")])  # once, for both
+        note = outbox_note(outbox_count(ctx, synced=True))
         budget = int(ctx.config.values.get("injectTokens", 800)) - (estimate_tokens(note) + 1 if note else 0)
-        block = session_block(ctx, budget=max(budget, 0))
+        block = session_block(ctx, budget=max(budget, 0), synced=True)
     text = block.text
     if note:
         text = (text + "\n" if text else "") + note

@@ -63,13 +63,16 @@ def estimate_tokens(text: str) -> int:
     return cjk + math.ceil((len(text) - cjk) / 4) + text.count("\n")
 
 
-def session_block(ctx: Context, budget: int | None = None, focus: Focus | None = None) -> Block:
-    """The block for a session starting in ``ctx.cwd``; empty text when nothing qualifies."""
+def session_block(ctx: Context, budget: int | None = None, focus: Focus | None = None,
+                  synced: bool = False) -> Block:  # fmt: skip
+    """The block for a session starting in ``ctx.cwd``; empty text when nothing qualifies
+    (``synced``: the caller has just made the index fresh for these folders)."""
     budget = int(budget if budget is not None else ctx.config.values.get("injectTokens", 800))
     focus = focus if focus is not None else read_focus(ctx.cwd)
     personal = ctx.folders("personal")
     project = ctx.folders("project")
-    freshness.sync_folders(ctx, [*personal, *project])
+    if not synced:
+        freshness.sync_folders(ctx, [*personal, *project])
     own_personal = {str(f.path) for f in personal}
     dirs = [str(f.path) for f in (*personal, *project)]
     rows = _candidates(ctx.conn, dirs, focus)

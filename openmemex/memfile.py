@@ -11,24 +11,37 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
-from frontmatter.default_handlers import YAMLHandler
+from typing import TYPE_CHECKING, Any
 
 from . import model
 from .ids import normalize_time
 from .model import Memory
 from .schema import validate
 
-try:
-    _Loader: type[Any] = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml ships in PyYAML wheels
-    _Loader = yaml.SafeLoader
+if TYPE_CHECKING:
+    import yaml
+
+
+@cache
+def _loader() -> type[Any]:
+    """PyYAML's C loader, imported on the first file actually parsed: a read that finds
+    every file unchanged (the hook, a warm search) never pays for yaml or frontmatter."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@cache
+def _boundary() -> re.Pattern[str]:
+    """python-frontmatter's YAML fence (``---``), so files split exactly as it splits them."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    return YAMLHandler.FM_BOUNDARY
+
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
-_BOUNDARY = YAMLHandler.FM_BOUNDARY
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)")
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/@+]*$")
 _NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
@@ -87,9 +100,9 @@ def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
     except UnicodeDecodeError as exc:
         raise MemoryFileError(f"not valid UTF-8 (byte {exc.start})") from None
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")
-    if not _BOUNDARY.match(text):
+    if not _boundary().match(text):
         raise MemoryFileError("no YAML frontmatter (the file must start with '---')")
-    parts = _BOUNDARY.split(text, 2)
+    parts = _boundary().split(text, 2)
     if len(parts) < 3:
         raise MemoryFileError("frontmatter is not closed by a '---' line")
     _, fm_text, rest = parts
@@ -141,15 +154,17 @@ def conflict_marker_line(body: str) -> int | None:
 
 
 def _load_yaml(fm_text: str) -> dict[str, Any]:
+    import yaml
+
     if "&" in fm_text or "*" in fm_text:
         try:
-            for event in yaml.parse(fm_text, Loader=_Loader):
+            for event in yaml.parse(fm_text, Loader=_loader()):
                 if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                     raise MemoryFileError("YAML anchors/aliases are not allowed in frontmatter")
         except yaml.YAMLError as exc:
             raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
     try:
-        meta = yaml.load(fm_text, Loader=_Loader)
+        meta = yaml.load(fm_text, Loader=_loader())
     except yaml.YAMLError as exc:
         raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
     except (ValueError, KeyError, TypeError, OverflowError) as exc:  # e.g. 2026-02-30, !!int abc
@@ -157,6 +172,12 @@ def _load_yaml(fm_text: str) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise MemoryFileError("frontmatter is not a mapping of fields")
     return meta
+
+
+def _yaml_load(text: str) -> Any:
+    import yaml
+
+    return yaml.load(text, Loader=_loader())
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:
@@ -350,6 +371,8 @@ def emit_field(key: str, value: Any) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [f"{key}: [{', '.join(emit_scalar(v) for v in value)}]"]
     if isinstance(value, list | dict):
+        import yaml
+
         dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_flow_style=True, allow_unicode=True, width=10**9)
         return [f"{key}: {dumped.strip()}"]
     return [f"{key}: {emit_scalar(value, quote_time=key in model.TIME_FIELDS)}"]
@@ -375,7 +398,7 @@ def emit_scalar(value: Any, quote_time: bool = False) -> str:
 def _is_plain(text: str) -> bool:
     cached = _plain_cache.get(text)
     if cached is None:
-        cached = bool(_PLAIN.match(text)) and not _YAML12_SPECIAL.match(text) and yaml.load(text, Loader=_Loader) == text
+        cached = bool(_PLAIN.match(text)) and not _YAML12_SPECIAL.match(text) and _yaml_load(text) == text
         if len(_plain_cache) < 4096:
             _plain_cache[text] = cached
     return cached

@@ -143,12 +143,13 @@ def _items(items: list[Item], cap: int | None) -> list[str]:
     return lines
 
 
-def outbox_count(ctx: Context) -> int:
+def outbox_count(ctx: Context, synced: bool = False) -> int:
     """Drafts waiting in this project's outbox (D53): what the MCP handshake and every
     mutating tool result report, so the agent is told instead of polling. Counts what
-    ``sync-status`` lists as the outbox."""
+    ``sync-status`` lists as the outbox; ``synced``: the caller has just synced it."""
     folder = ctx.folder_for_key(ctx.project.key)
-    freshness.sync_folders(ctx, [folder])
+    if not synced:
+        freshness.sync_folders(ctx, [folder])
     row = ctx.conn.execute(
         "SELECT COUNT(*) FROM memories WHERE dir = ? AND status IN ('active', 'deprecated')", (str(folder.path),)
     ).fetchone()
