@@ -10,10 +10,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import MemexError, UsageError
 from .paths import DEFAULT_MEMORY_DIR
+
+if TYPE_CHECKING:
+    from .redact.user import UserRules
 
 DEFAULTS: dict[str, Any] = {
     "memoryDir": DEFAULT_MEMORY_DIR,
@@ -24,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "keywordCaptureEnabled": True,
     "captureAliases": True,
     "redactPatterns": [],
+    "redactAllowlist": [],
     "logLevel": "info",
     "sync": {"autoPull": False, "transport": "auto"},
     "github": {"apiUrl": ""},
@@ -70,6 +74,16 @@ def _patterns(value: Any) -> list[str]:
     return list(value)
 
 
+def _allowlist(value: Any) -> list[str]:
+    """Values never to mask: each an exact value or a regex matching the whole value (an
+    entry that is not a valid regex is kept as an exact value)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError("expected a list of non-empty strings (exact values or regular expressions)")
+    return list(value)
+
+
 def _url(value: Any) -> str:
     text = str(value).strip()
     if text and not text.startswith(("https://", "http://")):
@@ -97,6 +111,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "keywordCaptureEnabled": _bool,
     "captureAliases": _bool,
     "redactPatterns": _patterns,
+    "redactAllowlist": _allowlist,
     "logLevel": _choice("info", "debug"),
     "sync.autoPull": _bool,
     "sync.transport": _choice("auto", "git", "pygit2"),
@@ -155,8 +170,16 @@ class Config:
         return str(self.values["memoryDir"])
 
     @property
-    def redact_patterns(self) -> list[str]:
-        return list(self.values.get("redactPatterns") or [])
+    def redact_patterns(self) -> UserRules:
+        """``redactPatterns``, carrying ``redactAllowlist`` along: every caller that passes
+        these to ``redact``/``find_secrets`` honours the allowlist too."""
+        from .redact.user import UserRules
+
+        return UserRules(self.values.get("redactPatterns") or [], self.redact_allowlist)
+
+    @property
+    def redact_allowlist(self) -> list[str]:
+        return list(self.values.get("redactAllowlist") or [])
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -1,84 +1,133 @@
 """Secret detection and in-place masking for every memory write (D14).
 
 D14: a write that contains a secret is not refused. The secret is masked in place (first 4
-characters kept, the rest ``x``, same length) and ``<private>…</private>`` becomes ``[REDACTED]``,
-so the stored Markdown never holds the raw value while the note stays readable.
+characters kept, the rest ``x``, same length) and ``<private>…</private>`` becomes
+``[REDACTED]``, so the stored Markdown never holds the raw value while the note stays
+readable.
+
+The pipeline, in the order gitleaks uses: the keyword prefilter (``prefilter``) finds the
+places worth a look in a few cheap passes; provider rules run only there; the generic
+parser runs only where a credential word is given a value; then allowlists (the user's
+``redactAllowlist`` and the inline ``open-memex:allow`` marker); then overlaps are
+resolved (provider rules first, the user's patterns next, generic rules last). Everything is
+compiled on first use, so importing this module stays cheap for the CLI and hooks.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable, Sequence
+from functools import cache, lru_cache
 
-from openmemex.redact.rules import (
-    ASSIGNMENT,
-    ENTROPY_MIN_LENGTH,
-    ENTROPY_NAME,
-    ENTROPY_NAME_STOPWORDS,
-    ENTROPY_RULE_PREFIX,
-    ENTROPY_THRESHOLD,
-    HEX_DIGEST,
-    NAME_CHARS,
-    NAMED_RULES,
-    RULES,
+from openmemex.redact import (
+    allow,
+    assign,
+    keys,
+    prefilter,
+    rules_apps,
+    rules_cloud,
+    rules_context,
+    rules_dev,
+    urls,
 )
+from openmemex.redact.assign import ContextCheck, Parser
+from openmemex.redact.findings import GENERIC_TIER, SPECIFIC, USER, Candidate, Finding, RedactResult
+from openmemex.redact.masking import apply_masks, is_masked
+from openmemex.redact.rules import TokenRule
+from openmemex.redact.user import ALLOW_MARKER, UserRules
 
 PRIVATE_REPLACEMENT = "[REDACTED]"
 # A closed pair, or an unclosed opening tag that swallows the rest of the text.
 _PRIVATE = re.compile(r"<private\s*>(?:.*?</private\s*>|.*)", re.IGNORECASE | re.DOTALL)
-_NAME_SPLIT = re.compile(r"[_\-.]")
-_KEEP = 4
+
+TOKEN_RULES: tuple[TokenRule, ...] = rules_cloud.RULES + rules_dev.RULES + rules_apps.RULES + keys.RULES
+CONTEXT_RULES = rules_context.RULES
+
+# Credential words: where one is given a value (``DB_PASSWORD=…``, "the token is …"), the
+# generic parser reads the name and the value around it. EN and ZH, as keyword capture.
+ASSIGN_KEYWORDS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "salt", "signature", "pat",
+                   "contrase", "密码", "口令", "密钥", "令牌")  # fmt: skip
+_WINDOW_BACK = 240  # a long line is read around the keyword: names and prose phrases before it
+_WINDOW_AHEAD = 1200  # … and the value after it (values are capped at 400 characters)
+_TOKEN_AHEAD = 600
 
 
-@dataclass(frozen=True)
-class Finding:
-    """A detected secret; ``start:end`` is what gets masked (for ``name = value``: the value)."""
-
-    rule: str
-    start: int
-    end: int
-    line: int
-
-
-@dataclass(frozen=True)
-class RedactResult:
-    """The text as it must be stored, plus what happened to it (callers show a notice, D14)."""
-
-    text: str
-    rules: tuple[str, ...]
-    private_spans: int
-
-    @property
-    def masked(self) -> bool:
-        """True when a secret was masked; ``<private>`` spans alone do not count."""
-        return bool(self.rules)
+@cache
+def _compiled() -> tuple[prefilter.KeywordIndex, Parser]:
+    """Compile every rule once, on first use."""
+    parser = Parser(tuple(ContextCheck(r.id, r.names, r.also, re.compile(r.value), r.entropy) for r in CONTEXT_RULES))
+    entries: list[tuple[str, str, prefilter.Trigger]] = []
+    for rule in TOKEN_RULES:
+        trigger = prefilter.TokenTrigger(rule)
+        entries += [(w, prefilter.group_of(w, rule.boundary), trigger) for w in rule.keywords]
+    for word, handler in keys.BLOCK_KEYWORDS.items():
+        entries.append((word, prefilter.group_of(word, False), prefilter.AtTrigger(handler)))
+    at, netrc = prefilter.AtTrigger(parser.at), prefilter.AtTrigger(parser.netrc)
+    header, curl = prefilter.LineTrigger(urls.header_window), prefilter.LineTrigger(urls.curl_window)
+    entries += [(w, prefilter.CREDENTIAL, at) for w in (*ASSIGN_KEYWORDS, "--")]
+    entries += [("machine", prefilter.CREDENTIAL, netrc), ("://", prefilter.CREDENTIAL, prefilter.LineTrigger(urls.url_window)),
+                ("authorization", prefilter.CREDENTIAL, header), ("bearer", prefilter.CREDENTIAL, header),
+                ("basic", prefilter.CREDENTIAL, header), ("curl", prefilter.CREDENTIAL, curl)]  # fmt: skip
+    return prefilter.build(entries), parser
 
 
-def mask_value(value: str) -> str:
-    """Keep the first 4 characters and turn the rest into ``x`` (D14).
-
-    Line breaks are kept, so a masked PEM block leaves the file's line numbers unchanged.
-    Values of 4 characters or fewer become all ``x``.
-    """
-    head, tail = ("", value) if len(value) <= _KEEP else (value[:_KEEP], value[_KEEP:])
-    return head + "".join(ch if ch in "\r\n" else "x" for ch in tail)
+def rule_ids() -> tuple[str, ...]:
+    """Every built-in rule id (weak-name findings use ``high-entropy-secret:<name>`` instead)."""
+    generic = (keys.PEM, keys.PUTTY, urls.SENTRY, *_GENERIC_ORDER)
+    return tuple(r.id for r in TOKEN_RULES) + tuple(r.id for r in CONTEXT_RULES) + generic
 
 
-def _already_masked(value: str) -> bool:
-    """Masking would change nothing: the value is our own output or an ``xxxx`` placeholder."""
-    return mask_value(value) == value
+def _lower(text: str) -> str:
+    """Lower-cased with offsets unchanged (only U+0130 grows when lower-cased)."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = text.replace("\u0130", "i").lower()
+    return low
 
 
-def _entropy(value: str) -> float:
-    """Shannon entropy in bits per character."""
-    size = len(value)
-    counts: dict[str, int] = {}
-    for ch in value:
-        counts[ch] = counts.get(ch, 0) + 1
-    return -sum(n / size * math.log2(n / size) for n in counts.values())
+def _token(text: str, pos: int, trigger: prefilter.TokenTrigger, out: list[Candidate]) -> None:
+    """A provider token at (or, for ``back`` > 0, around) the keyword at ``pos``."""
+    rule = trigger.rule
+    if rule.back == 0:
+        m = trigger.regex.match(text, pos)
+    else:
+        m = trigger.regex.search(text, max(0, pos - rule.back), min(len(text), pos + _TOKEN_AHEAD))
+        if m is not None and not m.start() <= pos < m.end():
+            return  # another occurrence: its own keyword reports it
+    if m is None:
+        return
+    value = m.group("s")
+    if is_masked(value) or allow.entropy(value) < rule.entropy or (rule.check is not None and not rule.check(value)):
+        return
+    out.append((m.start("s"), m.end("s"), SPECIFIC, rule.id))
+
+
+def _candidates(text: str, low: str) -> list[Candidate]:
+    """Everything the built-in rules find, before allowlists and overlap resolution."""
+    index, _ = _compiled()
+    out: list[Candidate] = []
+    size = len(text)
+    seen: set[tuple[object, int]] = set()
+    triggers = index.triggers
+    for at, word in index.hits(low):
+        for trigger in triggers[word]:
+            if type(trigger) is prefilter.TokenTrigger:
+                _token(text, at, trigger, out)
+            elif type(trigger) is prefilter.AtTrigger:
+                trigger.handler(text, low, at, out)
+            elif type(trigger) is prefilter.LineTrigger:
+                floor = at - _WINDOW_BACK if at > _WINDOW_BACK else 0
+                nl = text.rfind("\n", floor, at)
+                start = nl + 1 if nl >= 0 else floor
+                key = (trigger.handler, start)
+                if key in seen:
+                    continue
+                seen.add(key)
+                end = text.find("\n", at, at + _WINDOW_AHEAD)
+                if end < 0:
+                    end = min(size, at + _WINDOW_AHEAD)
+                trigger.handler(text, low, start, end, out)
+    return out
 
 
 @lru_cache(maxsize=256)
@@ -90,98 +139,89 @@ def _compile_user(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def _in_url(text: str, start: int) -> bool:
-    """True when the assignment at ``start`` sits inside a URL (e.g. a query string)."""
-    token_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start),
-                      text.rfind("\t", 0, start))  # fmt: skip
-    return "://" in text[token_start + 1 : start]
-
-
-def _name_before(text: str, end: int) -> str:
-    """The name in front of an assignment operator: ``name["']?[ \t]*`` read backwards."""
-    i = end
-    while i > 0 and text[i - 1] in " \t":
-        i -= 1
-    if i > 0 and text[i - 1] in "\"'":
-        i -= 1
-    stop, floor = i, max(0, i - 128)
-    while i > floor and text[i - 1] in NAME_CHARS:
-        i -= 1
-    return text[i:stop]
-
-
-def _is_random(name: str, value: str, text: str, start: int) -> bool:
-    """The entropy heuristic: a long, random-looking value that is not a digest or a URL."""
-    if len(value) < ENTROPY_MIN_LENGTH or HEX_DIGEST.fullmatch(value):
-        return False
-    if any(part in ENTROPY_NAME_STOPWORDS for part in _NAME_SPLIT.split(name.lower())):
-        return False
-    return _entropy(value) >= ENTROPY_THRESHOLD and not _in_url(text, start)
-
-
-def _assignment_spans(text: str, first_priority: int) -> list[tuple[int, int, int, str]]:
-    """Named rules (AWS secret, generic) and the entropy heuristic over ``name = value``."""
-    spans: list[tuple[int, int, int, str]] = []
-    entropy_priority = first_priority + len(NAMED_RULES) + 1  # after user patterns
-    for m in ASSIGNMENT.finditer(text):
-        value = m.group(1)
-        if value.startswith("//") or _already_masked(value):
-            continue  # "https://…" is a URL, not an assignment
-        name = _name_before(text, m.start())
-        if not name:
-            continue
-        start, end = m.span(1)
-        for offset, rule in enumerate(NAMED_RULES):
-            if rule.name.fullmatch(name) and rule.accept(value):
-                spans.append((start, end, first_priority + offset, rule.id))
-                break
-        else:
-            short = name.rsplit(".", 1)[-1].lstrip("-")
-            if ENTROPY_NAME.fullmatch(short) and _is_random(short, value, text, start):
-                spans.append((start, end, entropy_priority, ENTROPY_RULE_PREFIX + short))
-    return spans
-
-
-def find_secrets(text: str, user_patterns: Sequence[str] = ()) -> list[Finding]:
-    """Detect secrets (no ``<private>`` handling): sorted by start, non-overlapping.
-
-    Overlaps keep the earliest-starting, then the longest span; equal spans prefer a built-in
-    rule over a user pattern over the entropy heuristic. A span that is already masked is not
-    reported, so redacting redacted text is a no-op.
-    """
-    # (start, end, priority, rule id)
-    spans: list[tuple[int, int, int, str]] = []
-    for priority, rule in enumerate(RULES):
-        for m in rule.pattern.finditer(text):
-            value = m.group(rule.group)
-            if _already_masked(value) or (rule.accept is not None and not rule.accept(value)):
-                continue
-            start, end = m.span(rule.group)
-            spans.append((start, end, priority, rule.id))
-    spans.extend(_assignment_spans(text, len(RULES)))
-    user_priority = len(RULES) + len(NAMED_RULES)
-    for pattern in user_patterns:
+def _user_candidates(text: str, patterns: Sequence[str], out: list[Candidate]) -> None:
+    for pattern in patterns:
         compiled = _compile_user(pattern)
         if compiled is None:
             continue
         for m in compiled.finditer(text):
-            if m.end() > m.start() and not _already_masked(m.group()):
-                spans.append((m.start(), m.end(), user_priority, pattern))
-    if not spans:
-        return []
+            if m.end() > m.start() and not is_masked(m.group()):
+                out.append((m.start(), m.end(), USER, pattern))
 
-    spans.sort(key=lambda span: (span[0], span[0] - span[1], span[2]))
+
+# Generic rules on the same span: the one that knows most about it names the finding.
+_GENERIC_ORDER = (urls.HEADER, urls.BASIC, urls.BEARER, urls.CURL, urls.URL, assign.QUERY, assign.GENERIC,
+                  assign.TABLE, assign.NETRC, assign.PROSE)  # fmt: skip
+
+
+@cache
+def _order() -> dict[str, int]:
+    ids = [rule.id for rule in TOKEN_RULES] + [rule.id for rule in CONTEXT_RULES] + list(_GENERIC_ORDER)
+    return {rule: i for i, rule in enumerate(ids)}
+
+
+def _priority(rule: str) -> int:
+    """Equal spans: the rule listed first wins (``sk-ant-…`` is Anthropic's before it is an
+    ``sk-…`` key)."""
+    return _order().get(rule, len(_order()))
+
+
+def _allowed_lines(text: str, low: str) -> list[tuple[int, int]]:
+    """The lines carrying the inline ``open-memex:allow`` marker."""
+    spans = []
+    at = low.find(ALLOW_MARKER)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        spans.append((start, len(text) if end < 0 else end))
+        at = low.find(ALLOW_MARKER, at + 1)
+    return spans
+
+
+def _select(text: str, low: str, candidates: list[Candidate], allowlist: Callable[[str], bool] | None) -> list[Finding]:
+    """Drop allowlisted candidates, then keep non-overlapping ones by tier, start, length."""
+    allowed = _allowed_lines(text, low) if ALLOW_MARKER in low else []
+    chosen: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for tier in (SPECIFIC, USER, GENERIC_TIER):
+        ranked = sorted({c for c in candidates if c[2] == tier}, key=lambda c: (c[0], c[0] - c[1], _priority(c[3])))
+        for start, end, _, rule in ranked:
+            if any(start < b and a < end for a, b in taken):
+                continue
+            if any(a <= start <= b for a, b in allowed):
+                continue
+            if allowlist is not None and allowlist(text[start:end]):
+                continue
+            taken.append((start, end))
+            chosen.append((start, end, rule))
+    chosen.sort()
     findings: list[Finding] = []
-    covered = 0
-    line, line_pos = 1, 0
-    for start, end, _, rule_id in spans:
-        if start < covered:
-            continue
-        line += text.count("\n", line_pos, start)
+    line, line_pos, line_start = 1, 0, 0
+    for start, end, rule in chosen:
+        newlines = text.count("\n", line_pos, start)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", line_pos, start) + 1
         line_pos = start
-        findings.append(Finding(rule_id, start, end, line))
-        covered = end
+        findings.append(Finding(rule, start, end, line, start - line_start + 1))
     return findings
+
+
+def find_secrets(text: str, user_patterns: Sequence[str] = (), *, allowlist: Sequence[str] = ()) -> list[Finding]:
+    """Detect secrets (no ``<private>`` handling): sorted by start, non-overlapping.
+
+    ``user_patterns`` are extra regexes (config ``redactPatterns``), reported verbatim;
+    ``allowlist`` holds exact values or regexes (config ``redactAllowlist``) that are never
+    reported. A ``UserRules`` passed as ``user_patterns`` brings its own allowlist. A value
+    that is already masked is not reported, so redacting redacted text is a no-op.
+    """
+    patterns, allow_entries = UserRules.split(user_patterns, allowlist)
+    low = _lower(text)
+    candidates = _candidates(text, low)
+    _user_candidates(text, patterns, candidates)
+    if not candidates:
+        return []
+    return _select(text, low, candidates, UserRules.matcher(allow_entries))
 
 
 def _strip_private(text: str) -> tuple[str, int]:
@@ -191,84 +231,12 @@ def _strip_private(text: str) -> tuple[str, int]:
     return _PRIVATE.subn(PRIVATE_REPLACEMENT, text)
 
 
-def redact(text: str, user_patterns: Sequence[str] = ()) -> RedactResult:
+def redact(text: str, user_patterns: Sequence[str] = (), *, allowlist: Sequence[str] = ()) -> RedactResult:
     """Return the text as it must be stored: private spans replaced, secrets masked (D14)."""
     cleaned, private_spans = _strip_private(text)
-    findings = find_secrets(cleaned, user_patterns)
+    findings = find_secrets(cleaned, user_patterns, allowlist=allowlist)
     if not findings:
         return RedactResult(cleaned, (), private_spans)
-    parts: list[str] = []
-    pos = 0
-    for f in findings:
-        parts.append(cleaned[pos : f.start])
-        parts.append(mask_value(cleaned[f.start : f.end]))
-        pos = f.end
-    parts.append(cleaned[pos:])
+    masked = apply_masks(cleaned, ((f.start, f.end) for f in findings))
     rules = tuple(dict.fromkeys(f.rule for f in findings))
-    return RedactResult("".join(parts), rules, private_spans)
-
-
-# Frontmatter fields that open-memex generates itself (ids and timestamps): a user cannot edit
-# them, and a random-looking ULID trips the entropy heuristic about once in 3,000 ids (issue 6,
-# item 15). Their values are blanked before a whole memory file is scanned — but only values
-# shaped like what we generate, so a real secret pasted into one of these fields is still found.
-GENERATED_ID_FIELDS = ("id", "supersedes", "superseded_by", "derived_from")
-GENERATED_TIME_FIELDS = ("created_at", "updated_at")
-_ULID = r"[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}"
-_TIMESTAMP = r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:?\d\d)?"
-
-
-def _field(keys: str, value: str) -> re.Pattern[str]:
-    """``key: value`` with the value optionally quoted and followed by a comment, a flow
-    separator or the end of the line; group ``value`` is the bare value."""
-    return re.compile(
-        rf"""(?:{keys})[ \t]*:[ \t]*(?P<q>["']?)(?P<value>{value})(?P=q)(?=[ \t]*(?:#|$|[,}}\]]))""", re.MULTILINE
-    )
-
-
-_GENERATED = (
-    _field("^(?:" + "|".join(GENERATED_ID_FIELDS) + ")", _ULID),
-    _field("^(?:" + "|".join(GENERATED_TIME_FIELDS) + ")", _TIMESTAMP),
-)
-_HISTORY_AT = _field(r"(?:^|(?<=[\s{,-]))at", _TIMESTAMP)
-_FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
-_TOP_KEY = re.compile(r"^[^\s#-][^:\n]*:", re.MULTILINE)
-
-
-def _blank(text: str, spans: list[tuple[int, int]]) -> str:
-    if not spans:
-        return text
-    chars = list(text)
-    for start, end in spans:
-        chars[start:end] = " " * (end - start)
-    return "".join(chars)
-
-
-def generated_value_spans(text: str) -> list[tuple[int, int]]:
-    """Where the generated values of a memory file's frontmatter are (see ``GENERATED_*``):
-    ``id``/``supersedes``/``superseded_by``/``derived_from`` holding a ULID, ``created_at``/
-    ``updated_at`` and the ``at`` of ``review_history`` entries holding an RFC 3339 time."""
-    front = _FRONTMATTER.match(text)
-    if front is None:
-        return []
-    start, end = front.span(1)
-    block = text[start:end]
-    spans = [(start + m.start("value"), start + m.end("value")) for rx in _GENERATED for m in rx.finditer(block)]
-    history = re.search(r"^review_history[ \t]*:", block, re.MULTILINE)
-    if history is not None:
-        following = _TOP_KEY.search(block, history.end())
-        stop = following.start() if following is not None else len(block)
-        region = block[history.end() : stop]
-        offset = start + history.end()
-        spans += [(offset + m.start("value"), offset + m.end("value")) for m in _HISTORY_AT.finditer(region)]
-    return spans
-
-
-def find_secrets_in_memory_file(text: str, user_patterns: Sequence[str] = ()) -> list[Finding]:
-    """Scan a whole memory file for secrets, never flagging the values open-memex generated.
-
-    The one scanner for committed memory files (submit, the pre-commit hook, ``check``): the
-    generated values are replaced by spaces first, so every finding keeps the line, column
-    and offsets of the original text. A file without frontmatter is scanned as it is.
-    """
-    return find_secrets(_blank(text, generated_value_spans(text)), user_patterns)
+    return RedactResult(masked, rules, private_spans)

@@ -1,0 +1,246 @@
+"""The generic rules: credentials given to a name, in any syntax a note or a config uses.
+
+``DB_PASSWORD=hunter2`` (.env, shell ``export``), ``password: hunter2`` (YAML),
+``"password": "S3cr3t!Pa55w0rd#2024"`` (JSON), ``password = "…"`` (TOML, INI, code),
+``password := "…"`` (Go), ``'password' => '…'`` (PHP), ``password: str = "…"`` (typed),
+``--password hunter2`` (CLI), ``<password>…</password>`` (XML), ``| password | hunter2 |``
+and password *columns* of Markdown tables, ``?token=…`` (URL queries),
+``machine … password …`` (netrc) and prose ("the token for staging is …", "pw is …",
+"密码是 …").
+
+Parsing starts where the prefilter saw a credential word: the name around it, then the
+operator and the value right after it — never a scan of whole lines. Each pair is judged
+by the name (``names.strength``) and by the value's shape (``allow``); a provider
+``ContextRule`` that recognises the pair names the finding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from openmemex.redact import allow, names
+from openmemex.redact.findings import GENERIC_TIER, SPECIFIC, Candidate
+from openmemex.redact.names import Strength
+
+GENERIC = "generic-secret-assignment"
+PROSE = "generic-secret-prose"
+QUERY = "url-query-secret"
+NETRC = "netrc-password"
+TABLE = "markdown-table-secret"
+ENTROPY_RULE_PREFIX = "high-entropy-secret:"
+"""Weak-name findings are reported as this prefix followed by the assignment's name."""
+
+# An unquoted value stops at blanks, quotes and separators; ``&`` only where a new query
+# parameter starts (``Tr0ub4dor&3horse`` keeps its ``&``).
+_UNQUOTED = r"""(?P<uq>(?:->|[^\s"'`,;<>|&。，；：！？、（）]|&(?![\w.-]+=)){1,400})"""
+_QUOTED = r"""(?:"(?P<dq>(?:[^"\\\n]|\\.){1,400})"|'(?P<sq>[^'\n]{1,400})'|`(?P<bq>[^`\n]{1,400})`)"""
+# After the name: closing quote/bracket/emphasis, an operator, the value.
+_OP_VALUE = re.compile(
+    r"""(?P<close>["'`*\])]{0,3})[ \t]*
+    (?P<op>:[ \t]*[A-Za-z_][\w.\[\], |]{0,40}?[ \t]*=(?![=>~])|::?=|=>|\?=|=(?![=>~])|:(?![:/=])|：|\|)
+    [ \t]*(?:""" + _QUOTED + "|" + _UNQUOTED + ")",
+    re.VERBOSE,
+)
+_FLAG_VALUE = re.compile(r"[ \t]+(?:" + _QUOTED + "|" + _UNQUOTED + ")")
+# Prose after the credential word: "for the staging db", then "is", "was", ":" …
+_PROSE_TAIL = re.compile(
+    r"""(?ix)(?:[ \t]+(?:for|of|on|to|in|at|from)(?:[ \t]+[^\s:=：,.]{1,40}){1,3})?
+    (?:[ \t]*(?::|=|：|是|为|->|=>)[ \t]*
+      |[ \t]+(?:(?:is|was|are|has[ \t]+been|have[ \t]+been|got)(?:[ \t]+now)?(?:[ \t]+(?:set|changed|reset|updated|rotated)[ \t]+to)?
+        |(?:set|changed|reset|updated|rotated)[ \t]+to|became|now[ \t]+is)[ \t]+)
+    (?P<open>[`"'*]+[ \t]*)?(?P<uq>[^\s`"'，。]{1,300})"""
+)
+_XML_VALUE = re.compile(r">(?P<uq>[^<\n]{1,300})</")
+_NUGET_VALUE = re.compile(r"""(?i)"[ \t]+value="(?P<dq>[^"\n]{1,300})\"""")
+_NETRC = re.compile(r"[ \t]passw(?:or)?d(?=[ \t])")
+_NETRC_VALUE = re.compile(r"[ \t]+(?P<uq>\S{1,300})")
+_TABLE_SEPARATOR = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*\r?")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-$")
+_NAME_TAIL = re.compile(r"(?:[A-Za-z0-9_.-]|密码|口令|密钥|令牌)*")
+_PREV_WORD = re.compile(r"([a-z]{2,12})[ \t]+$")
+# A name followed by one of these is used, not assigned: token.value, get_token(, token)
+_NOT_ASSIGNED = frozenset("(.,);[{}+/\\!?#&%^~$\n")
+_TRAILING = ".,;:…。，；："
+_CONTEXT_SPAN = 60
+
+
+@dataclass(frozen=True)
+class ContextCheck:
+    """A compiled ``rules.ContextRule``."""
+
+    id: str
+    names: tuple[str, ...]
+    also: tuple[str, ...]
+    value: re.Pattern[str]
+    entropy: float
+
+
+def _value(m: re.Match[str]) -> tuple[str, int, int, bool] | None:
+    """The value group that matched, its span, and whether it was quoted."""
+    groups = m.re.groupindex
+    for group, quoted in (("uq", False), ("dq", True), ("sq", True), ("bq", True)):
+        if group not in groups:
+            continue
+        start = m.start(group)
+        if start < 0:
+            continue
+        value = m.group(group)
+        if quoted:
+            stripped = value.strip()
+            start += len(value) - len(value.lstrip())
+        else:
+            stripped = value.rstrip(_TRAILING)
+            if "open" in groups and "*" in (m.group("open") or ""):
+                stripped = stripped.rstrip("*").rstrip(_TRAILING)  # **bold**
+            for close, open_ in ((")", "("), ("]", "["), ("}", "{")):
+                while stripped.endswith(close) and stripped.count(close) > stripped.count(open_):
+                    stripped = stripped[:-1].rstrip(_TRAILING)
+        return (stripped, start, start + len(stripped), quoted) if stripped else None
+    return None
+
+
+class Parser:
+    """Finds named credentials around keyword hits; one instance per compiled rule set."""
+
+    def __init__(self, context_rules: tuple[ContextCheck, ...]) -> None:
+        self.context_rules = context_rules
+        words = sorted({w for rule in context_rules for w in rule.names}, key=len, reverse=True)
+        self._context_words = re.compile("|".join(map(re.escape, words)))
+        self._rules_by_word: dict[str, tuple[int, ...]] = {
+            w: tuple(i for i, r in enumerate(context_rules) if w in r.names) for w in words
+        }
+
+    def at(self, text: str, low: str, pos: int, out: list[Candidate]) -> None:
+        """Judge the name around the credential word at ``pos`` and what is given to it."""
+        tail = _NAME_TAIL.match(text, pos)
+        end = tail.end() if tail else pos
+        if end >= len(text) or text[end] in _NOT_ASSIGNED:
+            return  # used, not assigned: token.value, get_token(, (token)
+        after = text[end]
+        start = pos
+        floor = pos - 80 if pos > 80 else 0
+        while start > floor and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        if start < end and text[start] in "-.":
+            if text.startswith("--", start) and after in " \t":
+                m = _FLAG_VALUE.match(text, end)
+                if m is not None:
+                    self._judge(text, low, m, text[start + 2 : end], out, GENERIC)
+                return
+            start += len(text[start:end]) - len(text[start:end].lstrip("-."))
+        name = text[start:end]
+        if names.strength(name) is Strength.NONE:
+            return
+        before = text[start - 1] if start else "\n"
+        if before == "<" and after == ">":
+            m = _XML_VALUE.match(text, end)
+        elif before == '"' and low.endswith("key=", 0, start - 1) and after == '"':
+            m = _NUGET_VALUE.match(text, end)
+        else:
+            m = _OP_VALUE.match(text, end)
+        if m is not None:
+            rule = TABLE if m.re is _OP_VALUE and m.group("op") == "|" else GENERIC
+            self._judge(text, low, m, name, out, rule, query=before in "?&")
+            return
+        m = _PROSE_TAIL.match(text, end)
+        if m is not None:
+            prev = _PREV_WORD.search(low, max(0, start - 16), start)
+            if prev is not None:  # "secret key is …", "bot token is …": the phrase names it
+                name = prev.group(1) + "_" + name
+            self._judge(text, low, m, name, out, PROSE)
+            return
+        if before in "| \t" and after in "| \t":
+            self._table_column(text, low, start, end, name, out)
+
+    def netrc(self, text: str, low: str, pos: int, out: list[Candidate]) -> None:
+        """A netrc line starting at ``pos`` (``machine HOST login USER password PASS``)."""
+        end = low.find("\n", pos)
+        m = _NETRC.search(low, pos, len(low) if end < 0 else end)
+        if m is not None:
+            value = _NETRC_VALUE.match(text, m.end())
+            if value is not None:
+                self._judge(text, low, value, "password", out, NETRC)
+
+    def _table_column(self, text: str, low: str, start: int, end: int, name: str, out: list[Candidate]) -> None:
+        """A Markdown table whose header names a credential column: the cells under it."""
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        if line_end < 0 or not text[line_start:line_end].lstrip().startswith("|"):
+            return
+        column = text.count("|", line_start, start)
+        sep_end = text.find("\n", line_end + 1)
+        if sep_end < 0 or not _TABLE_SEPARATOR.fullmatch(text, line_end + 1, sep_end):
+            return
+        row = sep_end + 1
+        while row < len(text):
+            row_end = text.find("\n", row)
+            row_end = len(text) if row_end < 0 else row_end
+            if not text[row:row_end].lstrip().startswith("|"):
+                break
+            cell = _cell(text, row, row_end, column)
+            if cell is not None:
+                a, b = cell
+                value = text[a:b]
+                power = names.strength(name)
+                ok = allow.plausible_password(value, quoted=False) if power is Strength.STRONG \
+                    else power is Strength.WEAK and allow.plausible_key(value, hex_ok=names.key_material(name))  # fmt: skip
+                if ok:
+                    out.append((a, b, GENERIC_TIER, TABLE))
+            row = row_end + 1
+
+    def _judge(self, text: str, low: str, m: re.Match[str], name: str, out: list[Candidate], rule: str, *,
+               query: bool = False) -> None:  # fmt: skip
+        found = _value(m)
+        if found is None:
+            return
+        value, vstart, vend, quoted = found
+        if query:
+            cut = min((i for i in (value.find("&"), value.find("#")) if i >= 0), default=-1)
+            if cut >= 0:
+                vend = vstart + cut
+                value = value[:cut]
+        power = names.strength(name)
+        if power is Strength.NONE:
+            return
+        floor = vstart - _CONTEXT_SPAN if vstart > _CONTEXT_SPAN else 0
+        # "Datadog API key", "DD_API_KEY", "dd-api-key": one spelling for the provider names
+        phrase = low[floor:vstart].replace(" ", "_").replace("-", "_")
+        hit = {i for m in self._context_words.finditer(phrase) for i in self._rules_by_word[m.group()]}
+        for check in (self.context_rules[i] for i in sorted(hit)):
+            if (not check.also or any(a in phrase for a in check.also)) and check.value.fullmatch(value) \
+                    and allow.entropy(value) >= check.entropy and not allow.is_placeholder(value) \
+                    and not allow.is_public_shape(value, uuid_ok=True):  # fmt: skip
+                out.append((vstart, vend, SPECIFIC, check.id))
+                return
+        if query:
+            ok = allow.plausible_password(value, quoted=quoted) if power is Strength.STRONG else \
+                allow.plausible_key(value, hex_ok=True, min_length=12, min_entropy=3.0)  # fmt: skip
+            if ok:
+                out.append((vstart, vend, GENERIC_TIER, QUERY))
+            return
+        if power is Strength.STRONG:
+            if allow.plausible_password(value, quoted=quoted, uuid_ok=True):
+                out.append((vstart, vend, GENERIC_TIER, rule))
+            return
+        if allow.plausible_key(value, hex_ok=names.key_material(name)):
+            label = rule if rule in (PROSE, TABLE) else ENTROPY_RULE_PREFIX + names.short_name(name)
+            out.append((vstart, vend, GENERIC_TIER, label))
+
+
+def _cell(text: str, row: int, row_end: int, column: int) -> tuple[int, int] | None:
+    """The stripped span of cell ``column`` (counted in ``|`` before it) of a table row."""
+    pos = row
+    for _ in range(column):
+        pos = text.find("|", pos, row_end)
+        if pos < 0:
+            return None
+        pos += 1
+    stop = text.find("|", pos, row_end)
+    if stop < 0:
+        return None
+    while pos < stop and text[pos] in " \t`":
+        pos += 1
+    while stop > pos and text[stop - 1] in " \t`":
+        stop -= 1
+    return (pos, stop) if stop > pos else None
