@@ -57,6 +57,14 @@ class Transition:
         return {"id": self.memory.id, "old": self.old, "new": self.new, "in_repo": self.in_repo,
                 "path": str(self.memory.path), "review_history": self.memory.review_history}  # fmt: skip
 
+    def lines(self) -> list[str]:
+        """``promote ID: a → b`` and the history, for every surface that shows a transition."""
+        out = [f"promote {self.memory.id}: {self.old} → {self.new}"]
+        for entry in self.memory.review_history:
+            out.append(f"  {entry.get('at')}  {entry.get('by')}: {entry.get('from')} → {entry.get('to')}"
+                       + (f"  ({entry['note']})" if entry.get("note") else ""))  # fmt: skip
+        return out
+
 
 def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: bool = False,
             note: str | None = None, by: str | None = None) -> Transition:  # fmt: skip
@@ -127,6 +135,11 @@ class Proposal:
     def to_json(self) -> dict[str, object]:
         return {"source": self.source, "id": self.copy.id, "review_state": self.copy.review_state,
                 "path": str(self.copy.path), "already": self.already}  # fmt: skip
+
+    def line(self) -> str:
+        if self.already:
+            return f"already proposed: {self.source} → {self.copy.id}  [{self.copy.review_state}] (not copied again)"
+        return f"proposed {self.source} → {self.copy.id}  [{self.copy.review_state}] (outbox draft)"
 
 
 def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bool = False,

@@ -41,18 +41,10 @@ def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag
     if json:
         emit_json(report.to_json())
         return 0
-    for memory_id, state in report.submitted:
-        out(f"submitted {memory_id} [{state}]")
-    for memory_id in report.recovered:
-        out(f"committed {memory_id} (left uncommitted by an interrupted submit)")
-    for memory_id in report.already:
-        out(f"already in the repository: {memory_id}")
+    for line in report.lines():
+        out(line)
     if (report.submitted or report.recovered) and report.commit:
-        made = " (new branch)" if report.created_branch else ""
-        out(f"committed {report.commit[:8]} on {report.branch}{made} — you are still on this branch")
         out("next: open-memex push   then open a pull request, e.g. gh pr create --fill")
-    else:
-        out("nothing new to commit")
     return 0
 
 
@@ -160,10 +152,7 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
         emit_json({"proposed": [p.to_json() for p in proposals]})
         return 0
     for proposal in proposals:
-        if proposal.already:
-            out(f"already proposed: {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (not copied again)")
-        else:
-            out(f"proposed {proposal.source} → {proposal.copy.id}  [{proposal.copy.review_state}] (outbox draft)")
+        out(proposal.line())
     out("next: open-memex submit " + " ".join(p.copy.id for p in proposals))
     return 0
 
@@ -197,10 +186,8 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
     if json:
         emit_json(change.to_json())
         return 0
-    out(f"promote {change.memory.id}: {change.old} → {change.new}")
-    for entry in change.memory.review_history:
-        out(f"  {entry.get('at')}  {entry.get('by')}: {entry.get('from')} → {entry.get('to')}"
-            + (f"  ({entry['note']})" if entry.get("note") else ""))  # fmt: skip
+    for line in change.lines():
+        out(line)
     if change.in_repo:
         note("this memory lives in the repository: commit and push the change so the team sees it")
     return 0
@@ -244,13 +231,10 @@ def resolve(target: str | None = None, /, *, json: Flag = False) -> int:
         emit_json(report.to_json())
         return 0 if report.outcome.clean else 3
     if report.outcome.clean:
-        merged = f"  auto-merged: {', '.join(report.auto)}" if report.auto else ""
-        out(f"resolved {report.path}{merged}")
+        out(report.lines()[0])
         out("staged; finish with `git commit` (or `git rebase --continue`)")
         return 0
-    lines = [f"{report.path}: semantic conflict — left untouched ({report.labels[0]} vs {report.labels[1]}):"]
-    lines += [f"  {c}" for c in report.outcome.conflicts]
-    lines.append("decide by editing the file, then `git add` it")
+    lines = [*report.lines(), "decide by editing the file, then `git add` it"]
     raise ConflictError("\n".join(lines))
 
 

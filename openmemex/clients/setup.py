@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,13 +179,25 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> lis
 
 
 def _unwire(client: Client, path: Path, level: str) -> Action:
+    return _strip(client.id, "mcp", path, level, lambda text, backup: wiring.remove(client, text, had_backup=backup))
+
+
+def _unhook(client_id: str) -> Action:
+    return _strip(client_id, "hooks", hookconf.hooks_path(client_id), "user",
+                  lambda text, backup: hookconf.remove(text, had_backup=backup))
+
+
+def _strip(client_id: str, kind: str, path: Path, level: str,
+           remove: Callable[[str, bool], wiring.Verdict]) -> Action:  # fmt: skip
+    """Take our part out of one file (``remove`` decides on its text), re-reading it when the
+    editor writes it meanwhile; a file that held only ours, and had nothing before, goes."""
     had_backup = fileio.has_backup(path)
     verdict = wiring.Verdict("absent")
     for _ in range(fileio.RETRIES):
         try:
             snap = fileio.read(path)
             try:
-                verdict = wiring.remove(client, snap.text, had_backup=had_backup)
+                verdict = remove(snap.text, had_backup)
             except UnicodeDecodeError:
                 verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
             if verdict.delete:
@@ -194,31 +207,9 @@ def _unwire(client: Client, path: Path, level: str) -> Action:
         except fileio.Changed:
             continue
         except OSError as exc:
-            return Action(client.id, "mcp", path, "failed", _why(exc), level)
-        return Action(client.id, "mcp", path, verdict.action, verdict.detail, level)
-    return Action(client.id, "mcp", path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
-
-
-def _unhook(client_id: str) -> Action:
-    path = hookconf.hooks_path(client_id)
-    had_backup = fileio.has_backup(path)
-    for _ in range(fileio.RETRIES):
-        try:
-            snap = fileio.read(path)
-            try:
-                verdict = hookconf.remove(snap.text, had_backup=had_backup)
-            except UnicodeDecodeError:
-                verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
-            if verdict.delete:
-                fileio.remove(snap)
-            elif verdict.text is not None:
-                fileio.write(snap, verdict.text)
-        except fileio.Changed:
-            continue
-        except OSError as exc:
-            return Action(client_id, "hooks", path, "failed", _why(exc))
-        return Action(client_id, "hooks", path, verdict.action, verdict.detail)
-    return Action(client_id, "hooks", path, "failed", "the file kept changing while we wrote it — close the editor and run again")
+            return Action(client_id, kind, path, "failed", _why(exc), level)
+        return Action(client_id, kind, path, verdict.action, verdict.detail, level)
+    return Action(client_id, kind, path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
 
 
 def _remove_instructions(clients: list[Client]) -> Action:

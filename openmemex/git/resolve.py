@@ -93,6 +93,14 @@ class ResolveReport:
         return {"path": self.path, "resolved": self.outcome.clean, "auto_merged": self.auto,
                 "conflicts": self.outcome.conflicts, "labels": list(self.labels)}  # fmt: skip
 
+    def lines(self) -> list[str]:
+        """The outcome for every surface (each adds who decides what next)."""
+        if self.outcome.clean:
+            merged = f"  auto-merged: {', '.join(self.auto)}" if self.auto else ""
+            return [f"resolved {self.path}{merged}"]
+        return [f"{self.path}: semantic conflict — left untouched ({self.labels[0]} vs {self.labels[1]}):",
+                *(f"  {c}" for c in self.outcome.conflicts)]  # fmt: skip
+
 
 def _stage_blobs(gitrepo: GitRepo, rel: str) -> tuple[bytes | None, bytes | None, bytes | None]:
     import pygit2

@@ -59,6 +59,18 @@ class SubmitReport:
                 "recovered": self.recovered, "already": self.already,
                 "index_refreshed": self.index_refreshed, "repair": self.repair}  # fmt: skip
 
+    def lines(self) -> list[str]:
+        """What happened to each id, for every surface (each adds its own next step)."""
+        out = [f"submitted {memory_id} [{state}]" for memory_id, state in self.submitted]
+        out += [f"committed {memory_id} (left uncommitted by an interrupted submit)" for memory_id in self.recovered]
+        out += [f"already in the repository: {memory_id}" for memory_id in self.already]
+        if (self.submitted or self.recovered) and self.commit:
+            made = " (new branch)" if self.created_branch else ""
+            out.append(f"committed {self.commit[:8]} on {self.branch}{made} — you are still on this branch")
+        else:
+            out.append("nothing new to commit")
+        return out
+
 
 @dataclass
 class CommitResult:

@@ -291,16 +291,10 @@ def build(session: Session, drafts: int | None = None) -> Any:
             from ..git.submit import submit
 
             report = submit(ctx, ids, branch=branch)
-            lines = [f"submitted {i} [{s}]" for i, s in report.submitted]
-            lines += [f"committed {i} (left uncommitted by an interrupted submit)" for i in report.recovered]
-            lines += [f"already on the branch: {i}" for i in report.already]
+            lines = report.lines()
             if (report.submitted or report.recovered) and report.commit:
-                made = " (new branch)" if report.created_branch else ""
-                lines.append(f"committed {report.commit[:8]} on {report.branch}{made} (you are still on this branch).")
                 lines.append("Ask the user before pushing and opening a pull request; then: "
                              "open-memex push, and gh pr create --fill (or the host's PR page).")  # fmt: skip
-            else:
-                lines.append("nothing new to commit")
             lines += [f"note: {n}" for n in report.notices]
             if not report.index_refreshed and report.commit:
                 lines.append(f"note: the git index could not be refreshed (another git command held it) — run `{report.repair}`")
@@ -319,12 +313,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
             from ..review import propose
 
             proposals = propose(ctx, ids, to="project", local_approve=local_approve)
-            lines = []
-            for p in proposals:
-                if p.already:
-                    lines.append(f"already proposed: {p.source} → {p.copy.id} [{p.copy.review_state}] (not copied again)")
-                else:
-                    lines.append(f"proposed {p.source} → {p.copy.id} [{p.copy.review_state}] (outbox draft)")
+            lines = [p.line() for p in proposals]
             lines.append("next: memory_submit with ids " + ", ".join(p.copy.id for p in proposals) + " once the user agrees")
             return "\n".join(lines), {"proposed": [p.to_json() for p in proposals]}, True
 
@@ -344,10 +333,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
             from ..review import promote
 
             change = promote(ctx, id, reject=reject, resubmit=resubmit, note=note, by=by)
-            lines = [f"promote {change.memory.id}: {change.old} → {change.new}"]
-            for entry in change.memory.review_history:
-                lines.append(f"  {entry.get('at')}  {entry.get('by')}: {entry.get('from')} → {entry.get('to')}"
-                             + (f"  ({entry['note']})" if entry.get("note") else ""))  # fmt: skip
+            lines = change.lines()
             if change.in_repo:
                 lines.append("This memory lives in the repository: commit and push the change so the team sees it.")
             return "\n".join(lines), change.to_json(), True
@@ -368,14 +354,9 @@ def build(session: Session, drafts: int | None = None) -> Any:
                 paths = conflicted_memory_files(open_repo(ctx))
                 return ("\n".join(paths) or "(no conflicted memory files)"), {"conflicted": paths}, False
             report = resolve(ctx, target)
-            if report.outcome.clean:
-                merged = f"  auto-merged: {', '.join(report.auto)}" if report.auto else ""
-                text = f"resolved {report.path}{merged}\nstaged; the user finishes with `git commit` (or `git rebase --continue`)"
-            else:
-                lines = [f"{report.path}: semantic conflict — left untouched ({report.labels[0]} vs {report.labels[1]}):"]
-                lines += [f"  {c}" for c in report.outcome.conflicts]
-                lines.append("Ask the user to decide; they edit the file, then `git add` it.")
-                text = "\n".join(lines)
+            after = ("staged; the user finishes with `git commit` (or `git rebase --continue`)" if report.outcome.clean
+                     else "Ask the user to decide; they edit the file, then `git add` it.")  # fmt: skip
+            text = "\n".join([*report.lines(), after])
             return text, report.to_json(), True
 
         return call(render)
