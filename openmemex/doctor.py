@@ -19,8 +19,6 @@ from pathlib import Path
 from . import freshness, index, paths
 from .context import Context
 from .errors import MemexError
-from .index import placeholders
-from .lifecycle import stranded_sql
 
 
 @dataclass
@@ -86,37 +84,24 @@ def run_checks(ctx: Context) -> list[Check]:
 
 
 def _duplicate_ids(conn: sqlite3.Connection, dirs: list[str]) -> Check:
-    """One id in several files: every command names the copy it acts on; this lists them.
-    Only the folders just synced count (another work tree's rows may be stale)."""
-    rows = conn.execute(
-        f"SELECT id, GROUP_CONCAT(file_path, ' | ') FROM memories WHERE dir IN ({placeholders(dirs)}) "
-        "GROUP BY id HAVING COUNT(*) > 1 ORDER BY id",
-        dirs,
-    ).fetchall()
-    if not rows:
+    """One id in several files (the check ``audit`` runs too)."""
+    from .audit import duplicate_id_findings
+
+    found = duplicate_id_findings(conn, dirs)
+    if not found:
         return Check("duplicate ids", True, "every id is in one file")
-    shown = "; ".join(f"{r[0]}: {r[1]}" for r in rows[:5])
-    more = f" (and {len(rows) - 5} more)" if len(rows) > 5 else ""
-    return Check("duplicate ids", False, f"{len(rows)} id(s) in several files: {shown}{more} — "
+    shown = "; ".join(f"{f.subject}: {f.detail}" for f in found[:5])
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    return Check("duplicate ids", False, f"{len(found)} id(s) in several files: {shown}{more} — "
                  "keep one copy (delete the other file, or `open-memex forget ID` acts on the first listed)")  # fmt: skip
 
 
 def _chains(conn: sqlite3.Connection, dirs: list[str]) -> Check:
-    """Supersede pointers that lead nowhere, and memories replaced twice (a fork)."""
-    problems: list[str] = []
-    for memory_id, target in conn.execute(
-        f"SELECT m.id, m.superseded_by FROM memories m WHERE {stranded_sql('m')} AND m.dir IN ({placeholders(dirs)}) "
-        "ORDER BY m.id",
-        dirs,
-    ):
-        gone = f"its replacement {target} is missing" if target else "it names no replacement"
-        problems.append(f"{memory_id} is superseded but {gone} (fix: open-memex status {memory_id} active)")
-    for memory_id, count in conn.execute(
-        f"SELECT supersedes, COUNT(DISTINCT id) FROM memories WHERE supersedes IS NOT NULL AND dir IN ({placeholders(dirs)}) "
-        "GROUP BY supersedes HAVING COUNT(DISTINCT id) > 1 ORDER BY supersedes",
-        dirs,
-    ):
-        problems.append(f"{memory_id} is replaced by {count} memories (fix: forget all but one replacement)")
+    """Supersede pointers that lead nowhere, and memories replaced twice (a fork) — the
+    check ``audit`` runs too (doctor has just healed the one-sided pointers it also lists)."""
+    from .audit import chain_findings
+
+    problems = [f"{f.detail} (fix: {f.fix})" for f in chain_findings(conn, dirs)]
     if not problems:
         return Check("supersede chains", True, "every chain has one head")
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""

@@ -64,6 +64,11 @@ app.command("openmemex.cli.agent_cmds:capture", name="capture", help="Preview ke
 app.command("openmemex.cli.agent_cmds:mcp", name="mcp", help="Run the MCP server on stdio, or print a client's config snippet.")
 app.command("openmemex.cli.client_cmds:init", name="init", help="Wire open-memex into your coding agents' MCP configs.")
 app.command("openmemex.cli.client_cmds:uninstall", name="uninstall", help="Remove what init wrote (never touches memory data).")
+app.command("openmemex.cli.visibility_cmds:inventory", name="inventory", help="Show everything open-memex remembers (text, JSON or an HTML page).")
+app.command("openmemex.cli.visibility_cmds:audit", name="audit", help="Check the memories' health (read-only); each finding names its fix.")
+app.command("openmemex.cli.visibility_cmds:export", name="export", help="Write memories to a portable .tar.gz bundle (private ones only with --all).")
+app.command("openmemex.cli.visibility_cmds:import_", name="import", help="Import a bundle from `open-memex export` (--dry-run to preview).")
+app.command("openmemex.cli.visibility_cmds:distill_agents", name="distill-agents", help="Propose an AGENTS.md section from this project's memories.")
 
 
 # What a missing positional argument is called, and a call that works (issue 6, item 11).
@@ -76,6 +81,7 @@ _MISSING: dict[tuple[str, str], tuple[str, str]] = {
     ("status", "memory_id"): ("the memory id", f"{PROG} status ID active|deprecated|retracted|archived"),
     ("status", "new_status"): ("the new status", f"{PROG} status ID active|deprecated|retracted|archived"),
     ("forget", "memory_id"): ("the memory id", f"{PROG} forget ID [--soft]"),
+    ("import", "bundle"): ("the bundle to import", f"{PROG} import BUNDLE.tar.gz [--dry-run]"),
 }
 
 

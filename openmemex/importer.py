@@ -1,0 +1,171 @@
+"""``open-memex import BUNDLE``: memories from another machine, admitted like any other
+write (design §11: the admission barrier covers import).
+
+``bundle.read_bundle`` has already refused anything unsafe in the archive; here every
+memory file is parsed and schema-checked as a reader would, re-keyed (personal stays
+personal, project memories join the current project's outbox), and redacted with the
+write path's own function — body, tags, aliases and every free-text field — before any
+byte is written. Then, under the scope's write lock as ``add_memory`` decides: the same
+id with the same text is skipped as identical, the same id with other text is reported
+and never overwritten, and an active memory whose text the scope already holds under
+another id is skipped as a duplicate (design §3.4). Files are written only as
+``<scope folder>/<id>.md`` with the id checked against the schema's ULID pattern — never
+under a name taken from the bundle. The file is re-emitted from its fields, so a YAML
+comment (which redaction cannot see) does not ride along.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import freshness, store
+from .bundle import BundleFile, read_bundle, rejected
+from .context import Context
+from .errors import MemexError, UsageError
+from .index import Folder, placeholders
+from .memfile import MemoryFileError, parse_memory
+from .model import PERSONAL_KEY, Memory
+from .text import content_hash
+from .write import _clean_all, clean, exact_duplicate
+
+CHUNK = 500  # memories decided and written per hold of the scope's lock
+
+
+@dataclass
+class ImportResult:
+    dry_run: bool
+    imported: list[tuple[str, str]] = field(default_factory=list)  # (id, scope)
+    identical: list[tuple[str, str]] = field(default_factory=list)  # (id, why)
+    conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (id, bundle file, why)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (bundle file, reason)
+    masked: dict[str, list[str]] = field(default_factory=dict)  # id -> rules
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dry_run": self.dry_run,
+            "imported": [{"id": i, "scope": s} for i, s in self.imported],
+            "identical": [{"id": i, "why": w} for i, w in self.identical],
+            "conflicts": [{"id": i, "file": f, "why": w} for i, f, w in self.conflicts],
+            "rejected": [{"file": f, "reason": r} for f, r in self.rejected],
+            "masked": self.masked,
+        }
+
+
+def import_bundle(ctx: Context, path: Path, dry_run: bool = False,
+                  progress: Callable[[int, int], None] | None = None) -> ImportResult:  # fmt: skip
+    bundle = read_bundle(path, ctx.root / ".import-staging")  # never created: names are judged, not extracted
+    result = ImportResult(dry_run)
+    admitted: dict[str, list[tuple[BundleFile, Memory]]] = {"personal": [], "project": []}
+    for item in bundle.files:
+        try:
+            memory = parse_memory(item.data)
+        except MemoryFileError as exc:
+            result.rejected.append((item.name, str(exc)))
+            continue
+        if memory.id != item.id or memory.scope != item.scope:
+            raise rejected(f"{item.name} holds the {memory.scope} memory {memory.id}, not what the manifest says")
+        try:
+            masked = admit(ctx, memory)
+        except MemexError as exc:
+            result.rejected.append((item.name, str(exc)))
+            continue
+        if masked:
+            result.masked[memory.id] = masked
+        admitted[memory.scope].append((item, memory))
+    freshness.sync(ctx, "all")  # ids must be unique across every scope folder, not just the target's
+    done = [0]
+    total = sum(len(v) for v in admitted.values())
+    for scope, items in admitted.items():
+        seen_text: dict[str, str] = {}  # text hash -> id, for a dry run's duplicates within the bundle
+        for start in range(0, len(items), CHUNK):
+            _place(ctx, scope, items[start : start + CHUNK], result, dry_run, seen_text)
+            done[0] += len(items[start : start + CHUNK])
+            if progress is not None:
+                progress(done[0], total)
+    return result
+
+
+def admit(ctx: Context, memory: Memory) -> list[str]:
+    """Re-key ``memory`` for this machine and redact every text it carries, as the write
+    path would; the secret rules that fired are returned. Raises what the write path
+    raises (text that is all ``<private>``, conflict markers, too large)."""
+    if memory.scope == "personal":
+        memory.scope_key = PERSONAL_KEY
+    elif memory.scope == "project":
+        memory.scope_key = ctx.project.key
+        memory.project_name = ctx.project.name
+    else:
+        raise UsageError(f"scope {memory.scope!r} cannot be imported (personal and project only)")
+    (body, tags, aliases), masked, _ = _clean_all(ctx, memory.body, memory.tags, memory.aliases)
+    memory.body, memory.tags, memory.aliases = body, tags, aliases
+
+    def scrub(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        cleaned = clean(ctx, value)
+        masked.extend(r for r in cleaned.rules if r not in masked)
+        return cleaned.text
+
+    for name in ("alias", "target", "review_note", "proposed_by", "approved_by"):
+        setattr(memory, name, scrub(getattr(memory, name)))
+    memory.review_history = [
+        {k: scrub(v) for k, v in entry.items()} if isinstance(entry, dict) else entry for entry in memory.review_history
+    ]
+    memory.extra = {k: scrub(v) for k, v in memory.extra.items()}
+    memory.raw = None  # re-emitted from the fields: comments and layout do not ride along
+    store.render(memory)  # refused here, before anything is written, if a reader would quarantine it
+    return masked
+
+
+def _place(ctx: Context, scope: str, items: list[tuple[BundleFile, Memory]], result: ImportResult,
+           dry_run: bool, seen_text: dict[str, str]) -> None:  # fmt: skip
+    """Decide and write one chunk under the scope's lock, as ``add_memory`` does."""
+    folder = ctx.write_folder(scope)
+    own = ctx.folders("personal" if scope == "personal" else "project")
+    own_dirs = [str(f.path) for f in own]
+    every = [str(f.path) for f in ctx.folders("all")]
+    written: list[tuple[Memory, Folder]] = []
+    with ctx.lock(folder.scope_key or ""):
+        freshness.sync_folders(ctx, own)
+        ids = [m.id for _, m in items]
+        known: dict[str, set[str]] = {}
+        for memory_id, digest in ctx.conn.execute(
+            f"SELECT id, content_hash FROM memories WHERE id IN ({placeholders(ids)}) AND dir IN ({placeholders(every)})",
+            [*ids, *every],
+        ):
+            known.setdefault(memory_id, set()).add(digest)
+        try:
+            _decide(ctx, scope, folder, own_dirs, items, known, result, dry_run, seen_text, written)
+        finally:
+            if written:  # even when a write failed midway: the files that landed are indexed
+                freshness.record(ctx, written)
+
+
+def _decide(ctx: Context, scope: str, folder: Folder, own_dirs: list[str], items: list[tuple[BundleFile, Memory]],
+            known: dict[str, set[str]], result: ImportResult, dry_run: bool, seen_text: dict[str, str],
+            written: list[tuple[Memory, Folder]]) -> None:  # fmt: skip
+    for item, memory in items:
+        digest = content_hash(memory.body)
+        target = folder.path / f"{memory.id}.md"
+        if memory.id in known:
+            if digest in known[memory.id]:
+                result.identical.append((memory.id, "same id, same text"))
+            else:
+                result.conflicts.append((memory.id, item.name, "a memory with this id and other text exists here"))
+            continue
+        if target.exists() or target.is_symlink():
+            result.conflicts.append((memory.id, item.name, f"{target} exists but cannot be read (see `open-memex doctor`)"))
+            continue
+        if memory.status == "active":
+            twin = exact_duplicate(ctx, memory.body, own_dirs)
+            twin_id = twin[0] if twin is not None else seen_text.get(digest)
+            if twin_id is not None:
+                result.identical.append((memory.id, f"same text as {twin_id}"))
+                continue
+            seen_text[digest] = memory.id
+        result.imported.append((memory.id, scope))
+        if not dry_run:
+            store.save(memory, folder.path)
+            written.append((memory, folder))
