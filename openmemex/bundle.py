@@ -101,6 +101,8 @@ def read_bundle(path: Path, staging: Path) -> Bundle:
         handle = open(path, "rb")  # noqa: SIM115 (closed below; the size comes from the open file)
     except FileNotFoundError:
         raise MemexError(f"bundle not found: {path} — give the .tar.gz that `open-memex export` wrote") from None
+    except IsADirectoryError:
+        raise MemexError(f"{path} is not a file — give the .tar.gz that `open-memex export` wrote") from None
     except OSError as exc:
         raise MemexError(f"cannot read {path} ({exc.strerror}) — check the file and its permissions") from None
     with handle:

@@ -1,0 +1,247 @@
+"""export / import (design §9, D40; scenarios 73–77): bundles, private memories, re-keying,
+identical and conflicting ids, the admission barrier, and a 1,000-memory round trip."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex import memfile, store
+from openmemex.context import Context
+from openmemex.ids import format_time, new_ulid
+from openmemex.memfile import read_memory
+from openmemex.model import PERSONAL_KEY, TYPES, Memory
+from tests.bundles import honest, project_text
+from tests.conftest import git
+
+
+def add(cli: Any, text: str, *args: str) -> str:
+    result = cli("add", text, *args, "--json")
+    assert result.rc == 0, result.err
+    return str(json.loads(result.out)["id"])
+
+
+def manifest_of(path: Path) -> dict[str, Any]:
+    with tarfile.open(path) as tar:
+        extracted = tar.extractfile("manifest.json")
+        assert extracted is not None
+        doc: dict[str, Any] = json.loads(extracted.read())
+        for item in doc["memories"]:
+            member = tar.extractfile(item["file"])
+            assert member is not None
+            data = member.read()
+            assert (item["bytes"], item["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+    return doc
+
+
+def other_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str = "machine-b") -> Path:
+    root = tmp_path / name
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(root))
+    return root
+
+
+def test_export_writes_bundle_with_manifest(cli: Any, tmp_path: Path) -> None:
+    """Scenario 73, plus the counts and checksums the manifest promises."""
+    ids = [add(cli, f"project decision number {i} about queues", "--type", "decision") for i in range(3)]
+    add(cli, "tea without sugar", "--scope", "personal")
+    result = cli("export", "-o", str(tmp_path / "b.tar.gz"))
+    assert result.rc == 0, result.err
+    assert result.out.startswith(f"exported 3 memories (0 personal, 3 project) → {tmp_path / 'b.tar.gz'}")
+    doc = manifest_of(tmp_path / "b.tar.gz")
+    assert doc["format"] == "open-memex-export/1" and doc["include_private"] is False
+    assert sorted(m["id"] for m in doc["memories"]) == sorted(ids)
+    assert doc["counts"] == {"memories": 3, "personal": 0, "project": 3}
+    assert all(m["file"] == f"memories/project/{m['id']}.md" for m in doc["memories"])
+    assert str(tmp_path) not in json.dumps(doc)  # no absolute paths in the manifest
+
+
+def test_private_memories_only_with_all(cli: Any, tmp_path: Path) -> None:
+    """Scenario 74 (D40): personal memories are private, so they travel only with --all."""
+    mine = [add(cli, f"personal preference {i} for tabs", "--scope", "personal") for i in range(2)]
+    plain = cli("export", "--scope", "personal", "-o", str(tmp_path / "p.tar.gz"))
+    assert plain.rc == 0 and "exported 0 memories" in plain.out
+    assert "skipped 2 private memories (use --all to include them)" in plain.err
+    assert manifest_of(tmp_path / "p.tar.gz")["memories"] == []
+    full = cli("export", "--scope", "personal", "--all", "-o", str(tmp_path / "all.tar.gz"), "--json")
+    doc = manifest_of(tmp_path / "all.tar.gz")
+    assert json.loads(full.out)["exported"] == 2 and doc["include_private"] is True
+    assert sorted(m["id"] for m in doc["memories"]) == sorted(mine)
+
+
+def test_dry_run_import_then_identical(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scenarios 75 and 76: DRY RUN writes nothing; a real import is visible in the target
+    project; the same bundle again is all identical."""
+    ids = [add(cli, f"we pin dependency {i} to a minor version") for i in range(4)]
+    add(cli, "my editor is helix", "--scope", "personal")
+    assert cli("export", "--scope", "both", "--all", "-o", str(tmp_path / "b.tar.gz")).rc == 0
+    target = other_root(monkeypatch, tmp_path)
+    dry = cli("import", str(tmp_path / "b.tar.gz"), "--dry-run")
+    assert dry.rc == 0 and dry.out.startswith("DRY RUN — nothing was written: would import 5, skipped 0 identical")
+    assert not list(target.rglob("*.md"))
+    real = cli("import", str(tmp_path / "b.tar.gz"))
+    assert real.rc == 0 and real.out.startswith("imported 5, skipped 0 identical")
+    assert "1 to personal, 4 to the outbox of work" in real.out
+    listed = cli("list", "--scope", "both").out
+    assert all(i in listed for i in ids) and "my editor is helix" in listed
+    again = cli("import", str(tmp_path / "b.tar.gz"))
+    assert again.rc == 0 and again.out.startswith("imported 0, skipped 5 identical")
+
+
+def test_same_id_other_text_is_a_conflict_never_overwritten(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scenario 77."""
+    memory_id = add(cli, "the staging database is postgres 15")
+    assert cli("export", "-o", str(tmp_path / "b.tar.gz")).rc == 0
+    target = other_root(monkeypatch, tmp_path)
+    ctx = Context.load()
+    mine = personal_copy(target, memory_id, "the staging database is postgres 16 (changed here)")
+    before = mine.read_bytes()
+    result = cli("import", str(tmp_path / "b.tar.gz"))
+    assert result.rc == 0
+    assert result.out.startswith("imported 0, skipped 0 identical, 1 conflict(s)")
+    assert f"conflict (kept existing): {memory_id} from memories/project/{memory_id}.md" in result.out
+    assert mine.read_bytes() == before
+    assert not (target / "memories" / ctx.project.key / f"{memory_id}.md").exists()
+
+
+def personal_copy(root: Path, memory_id: str, body: str) -> Path:
+    from tests.helpers import personal_text
+
+    folder = root / "memories" / PERSONAL_KEY
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{memory_id}.md"
+    path.write_text(personal_text(memory_id, body))
+    return path
+
+
+def test_project_memories_are_rekeyed_to_the_current_project(cli: Any, tmp_path: Path, git_repo: Path) -> None:
+    path, (personal_id, project_id) = honest(tmp_path / "b.tar.gz")
+    result = cli("import", str(path))
+    assert result.rc == 0, result.err
+    ctx = Context.load()
+    memory = read_memory(ctx.outbox_dir / f"{project_id}.md")
+    assert (memory.scope_key, memory.project_name) == (ctx.project.key, "widgets")
+    assert (memory.review_state, memory.source, memory.created_at) == ("draft", "user", "2026-09-01T10:00:00Z")
+    assert read_memory(ctx.personal_dir / f"{personal_id}.md").scope_key == PERSONAL_KEY
+    assert git("status", "--porcelain", cwd=git_repo) == ""  # nothing lands in the work tree
+
+
+def test_every_file_passes_the_admission_barrier(cli: Any, tmp_path: Path) -> None:
+    """Redaction of every text field, schema refusal, <private>-only refusal, duplicate
+    text under another id — per memory, the rest still imported."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    secret, bad, private, twin, fine = (new_ulid() for _ in range(5))
+    existing = add(cli, "the release train leaves every tuesday")
+    files = [
+        ("project", secret, project_text(secret, f"deploy with token {token} in CI", type="howto")
+         .replace("tags: [imported]", f"tags: [imported]\nalias: {token}\nx_note: \"ask for {token}\"")),
+        ("project", bad, project_text(bad, "a memory from a newer writer", type="recipe")),
+        ("project", private, project_text(private, "<private>only secrets here</private>")),
+        ("project", twin, project_text(twin, "the release train leaves every tuesday")),
+        ("project", fine, project_text(fine, "# comment-free body\nbuild caches live in ~/.cache/build")),
+    ]  # fmt: skip
+    path, _ = honest(tmp_path / "b.tar.gz", files)
+    result = cli("import", str(path))
+    assert result.rc == 1  # a memory was rejected
+    assert result.out.startswith("imported 2, skipped 1 identical, 2 rejected")
+    assert f"rejected: memories/project/{bad}.md (" in result.out and "recipe" in result.out
+    assert f"rejected: memories/project/{private}.md (nothing left to save" in result.out
+    assert "secret masked in 1 imported memories (" in result.err
+    ctx = Context.load()
+    stored = (ctx.outbox_dir / f"{secret}.md").read_text()
+    assert token not in stored and "ghp_" in stored
+    memory = read_memory(ctx.outbox_dir / f"{secret}.md")
+    assert token not in (memory.alias or "") and token not in str(memory.extra)
+    assert not (ctx.outbox_dir / f"{twin}.md").exists() and (ctx.outbox_dir / f"{existing}.md").exists()
+    assert (ctx.outbox_dir / f"{fine}.md").exists()
+    doc = json.loads(cli("import", str(path), "--json").out)
+    assert {i["id"] for i in doc["identical"]} == {secret, twin, fine}
+
+
+def test_yaml_comments_do_not_ride_along(cli: Any, tmp_path: Path) -> None:
+    """Redaction reads values, not comments: an imported file is re-emitted from its fields."""
+    memory_id = new_ulid()
+    text = project_text(memory_id).replace("importance: normal", "importance: normal # api_key: sk-live-abcdefghijklmnopqrstuv")
+    path, _ = honest(tmp_path / "b.tar.gz", [("project", memory_id, text)])
+    assert cli("import", str(path)).rc == 0
+    assert "sk-live" not in (Context.load().outbox_dir / f"{memory_id}.md").read_text()
+
+
+def test_export_guard_and_default_name(cli: Any, tmp_path: Path, git_repo: Path) -> None:
+    add(cli, "my shell is fish", "--scope", "personal")
+    add(cli, "we squash-merge feature branches")
+    inside = cli("export", "--scope", "both", "--all")
+    assert inside.rc == 1 and "the bundle holds personal memories" in inside.err and "--allow-personal" in inside.err
+    assert not list(git_repo.glob("*.tar.gz"))
+    project_only = cli("export")  # no personal memory in it: allowed here
+    assert project_only.rc == 0, project_only.err
+    made = list(git_repo.glob("open-memex-export-*.tar.gz"))
+    assert len(made) == 1 and f"→ {made[0]}" in project_only.out
+    allowed = cli("export", "--scope", "both", "--all", "-o", str(git_repo / "all.tar.gz"), "--allow-personal")
+    assert allowed.rc == 0 and (git_repo / "all.tar.gz").exists()
+    missing = cli("export", "-o", str(tmp_path / "nowhere" / "b.tar.gz"))
+    assert missing.rc == 2 and "does not exist" in missing.err
+    assert not list(git_repo.glob(".*.tmp"))
+
+
+def test_export_filters(cli: Any, tmp_path: Path) -> None:
+    keep = add(cli, "use pgbouncer in transaction mode", "--type", "decision", "--tags", "db,perf")
+    add(cli, "use pgbouncer for every service", "--type", "fact", "--tags", "db")
+    add(cli, "flaky test in ci is the clock", "--type", "decision", "--tags", "ci")
+    cli("export", "--type", "decision", "--tag", "db", "-o", str(tmp_path / "b.tar.gz"))
+    assert [m["id"] for m in manifest_of(tmp_path / "b.tar.gz")["memories"]] == [keep]
+    assert cli("export", "--type", "decisions").rc == 2
+
+
+def _synthetic_store(ctx: Context, n: int) -> None:
+    """``n`` memories written straight to disk: both scopes, every type, Chinese text,
+    supersede chains, retracted and archived ones."""
+    rng = random.Random(7)
+    words = ["deploy", "cache", "queue", "retry", "token", "schema", "index", "branch", "review", "部署", "缓存", "数据库", "测试"]
+    previous: dict[str, Memory] = {}
+    for i in range(n):
+        personal = i % 3 == 0
+        scope = "personal" if personal else "project"
+        stamp = format_time(1_700_000_000 + i * 3600)
+        memory = Memory(
+            id=new_ulid(), scope=scope, scope_key=PERSONAL_KEY if personal else ctx.project.key,
+            body=f"memory {i}: " + " ".join(rng.choices(words, k=12)), type=TYPES[i % len(TYPES)],
+            visibility="private" if personal else "internal", project_name="" if personal else ctx.project.name,
+            tags=rng.sample(["a", "b", "c", "数据"], k=2), source=rng.choice(["user", "tool", "keyword", "cli"]),
+            created_at=stamp, updated_at=stamp, status="archived" if i % 97 == 0 else "retracted" if i % 89 == 0 else "active",
+        )  # fmt: skip
+        old = previous.get(scope)
+        if old is not None and i % 10 == 0 and old.status == "active":  # a supersede chain link
+            old.status, old.superseded_by, memory.supersedes = "superseded", memory.id, old.id
+            folder = ctx.personal_dir if personal else ctx.outbox_dir
+            store.write_atomic(folder / f"{old.id}.md", memfile.serialize(old))
+        folder = ctx.personal_dir if personal else ctx.outbox_dir
+        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+        previous[scope] = memory
+
+
+def _inventory(cli: Any) -> dict[str, Any]:
+    result = cli("inventory", "--format", "json")
+    assert result.rc == 0, result.err
+    doc: dict[str, Any] = json.loads(result.out)
+    doc.pop("generated_at")
+    return doc
+
+
+def test_round_trip_of_1000_memories(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Export a store of 1,000 memories, import into an empty data root: the inventories match."""
+    _synthetic_store(Context.load(), 1000)
+    before = _inventory(cli)
+    assert before["total"] > 800 and before["hidden"]["superseded"] > 0 and before["hidden"]["retracted"] > 0
+    exported = cli("export", "--scope", "both", "--all", "-o", str(tmp_path / "all.tar.gz"), "--json")
+    assert json.loads(exported.out)["exported"] == 1000
+    other_root(monkeypatch, tmp_path)
+    result = cli("import", str(tmp_path / "all.tar.gz"), "--json")
+    assert result.rc == 0 and len(json.loads(result.out)["imported"]) == 1000
+    assert _inventory(cli) == before
+    assert cli("import", str(tmp_path / "all.tar.gz")).out.startswith("imported 0, skipped 1000 identical")
