@@ -31,6 +31,10 @@ DEFAULTS: dict[str, Any] = {
     "logLevel": "info",
     "sync": {"autoPull": False, "transport": "auto"},
     "github": {"apiUrl": ""},
+    # search (issue 10): the optional embeddings lane (off | multilingual-e5-small |
+    # wordllama, D7/D8) and user D80 expansion groups ([["pto", "vacation", "休假"], …])
+    "embeddings": "off",
+    "searchExpansions": [],
 }
 
 
@@ -91,6 +95,12 @@ def _url(value: Any) -> str:
     return text
 
 
+def _expansion_groups(value: Any) -> list[list[str]]:
+    from .expansions import check_groups
+
+    return check_groups(value)
+
+
 def check_memory_dir(value: Any) -> str:
     """A relative folder inside the repository: no absolute path, no ``..``, not the
     repository root and not inside ``.git`` (D23, D63)."""
@@ -116,6 +126,8 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "sync.autoPull": _bool,
     "sync.transport": _choice("auto", "git", "pygit2"),
     "github.apiUrl": _url,
+    "embeddings": _choice("off", "multilingual-e5-small", "wordllama"),
+    "searchExpansions": _expansion_groups,
 }
 
 

@@ -18,13 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import expansions
 from .errors import MemexError, StoreBusyError
 from .fingerprint import FILE_MODE, SIG_COLUMNS, Sig, entry_crc, stat_sig
 from .ids import parse_time
 from .model import Memory
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 6  # 6: the index_info table (an epoch that changes whenever rows are rebuilt), dir+status index
+SCHEMA_VERSION = 7  # 7: D80 expansions column (D83), D81 alias/target; 6: index_info (epoch), dir+status index
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
@@ -50,6 +51,9 @@ CREATE TABLE memories(
   source TEXT NOT NULL,
   tags TEXT NOT NULL,
   aliases TEXT NOT NULL,
+  expansions TEXT NOT NULL DEFAULT '',
+  alias TEXT NOT NULL DEFAULT '',
+  target TEXT NOT NULL DEFAULT '',
   content TEXT NOT NULL,
   cjk TEXT NOT NULL,
   content_hash TEXT NOT NULL,
@@ -64,24 +68,25 @@ CREATE INDEX memories_dir_status ON memories(dir, status);
 CREATE INDEX memories_hash ON memories(content_hash);
 CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target <> '';
 CREATE VIRTUAL TABLE memories_fts USING fts5(
-  content, tags, aliases, type, cjk,
+  content, tags, aliases, expansions, type, cjk,
   content='memories', content_rowid='rowid',
   tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-  INSERT INTO memories_fts(rowid, content, tags, aliases, type, cjk)
-  VALUES (new.rowid, new.content, new.tags, new.aliases, new.type, new.cjk);
+  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk)
+  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk);
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, type, cjk)
-  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.type, old.cjk);
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk)
+  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk);
 END;
 CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, type, cjk)
-  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.type, old.cjk);
-  INSERT INTO memories_fts(rowid, content, tags, aliases, type, cjk)
-  VALUES (new.rowid, new.content, new.tags, new.aliases, new.type, new.cjk);
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk)
+  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk);
+  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk)
+  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk);
 END;
 CREATE TABLE quarantine(
   file_path TEXT PRIMARY KEY,
@@ -113,10 +118,13 @@ CREATE TABLE sync_log(
 );
 """
 
+# Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
+KEPT_TABLES = ("vectors",)
+
 UPSERT_COLUMNS = (
     "id", "dir", "location", "file_path", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
-    "source", "tags", "aliases", "content", "cjk", "content_hash", "supersedes",
+    "source", "tags", "aliases", "expansions", "alias", "target", "content", "cjk", "content_hash", "supersedes",
     "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
 UPSERT_SQL = (
@@ -296,11 +304,13 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
         if "memories_fts" in names:
             conn.execute("DROP TABLE memories_fts")
         for name in names:
-            if name != "memories_fts":
+            if name not in ("memories_fts", *KEPT_TABLES):
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
         for statement in _split_sql(_SCHEMA):
             conn.execute(statement)
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
+        # no rows yet: they will be written with the map in force now
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
@@ -361,7 +371,9 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:
     searchable = memory.body
-    cjk_source = " ".join([memory.body, *memory.tags, *memory.aliases])
+    pair = [x for x in (memory.alias, memory.target) if x]  # D81: the pair is searchable like aliases
+    cjk_source = " ".join([memory.body, *memory.tags, *memory.aliases, *pair])
+    variants = expansions.current().variants(" ".join([memory.body, *memory.tags]), [*memory.aliases, *pair])
     values = {
         "id": memory.id,
         "dir": str(folder.path),
@@ -382,7 +394,10 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
         "review_state": memory.review_state,
         "source": memory.source,
         "tags": ", ".join(memory.tags),
-        "aliases": ", ".join(memory.aliases),
+        "aliases": ", ".join([*memory.aliases, *pair]),
+        "expansions": expansions.index_text(variants),
+        "alias": (memory.alias or "").strip() if memory.target else "",
+        "target": (memory.target or "").strip() if memory.alias else "",
         "content": searchable,
         "cjk": cjk_index_text(cjk_source),
         "content_hash": content_hash(memory.body),

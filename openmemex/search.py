@@ -1,24 +1,35 @@
-"""Search (design §7, D30, D56, D57): bm25 over FTS5, lifecycle, review tiers, explain."""
+"""Search (design §7, D30, D56, D57, D80, D81): bm25 over FTS5 with D80 expansions in
+their own column, D81 alias rounds, an optional embeddings lane, lifecycle, review tiers
+as a bounded preference, explain."""
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
 
-from . import freshness
+from . import aliases, freshness
 from .context import Context
 from .errors import UsageError
+from .expansions import ablated
 from .index import placeholders, split_tags
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
-from .text import build_query, check_text, normalize_ws
+from .text import build_query, check_text, identifiers, normalize_ws
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
-# bm25 column weights: content, tags, aliases, type, cjk. Tags and aliases are
-# deliberate retrieval hints (D39, D61), so a hit there counts for more than one in prose.
-WEIGHTS = (1.0, 2.0, 1.5, 0.5, 1.0)
+# bm25 column weights: content, tags, aliases, expansions, type, cjk. Tags and aliases are
+# deliberate retrieval hints (D39, D61), so a hit there counts for more than one in prose;
+# derived expansions count for less than the words the memory itself uses (D83).
+WEIGHTS = (1.0, 2.0, 1.5, 0.75, 0.5, 1.0)
 IMPORTANCE_FACTOR = {"high": 1.25, "normal": 1.0, "low": 0.8}
+# D30 as a preference, never a wall (issue 10): the final score is the relevance (each
+# round's bm25 normalised to its best) times the tier's prior, so reviewed knowledge wins
+# among comparably relevant hits, while a draft or personal memory that is clearly more
+# relevant (by more than the ratio of the priors) still ranks above a weak reviewed one.
+# Chosen on benchmarks/retrieval (README there): strict tiers lose a third of MRR.
+TIER_PRIOR = {0: 1.0, 1: 0.9, 2: 0.8, 3: 0.5}
+TIER_NAMES = {0: "reviewed", 1: "personal/proposed", 2: "draft", 3: "deprecated"}
 
 
 @dataclass
@@ -29,13 +40,21 @@ class Hit:
     type: str
     status: str
     review_state: str
-    score: float
+    score: float  # the final ranking score: relevance × tier prior
     snippet: str
     tags: list[str]
     location: str
     path: str
-    matched_via: str  # body | tags | alias | type | cjk
+    matched_via: str  # body | tags | alias | synonym | type | cjk | vector
     tier: int = 1
+    bm25: float = 0.0  # raw bm25 (negated, × importance) in the round that found it best
+    relevance: float = 0.0  # normalised to the best hit of its round (1.0) before the tier prior
+    lane: str = "bm25"  # bm25 | vector | both (recall receipt, design §7)
+    vector: float | None = None  # cosine similarity when the vector lane saw it
+    round: str = ""  # the D81 rewrite that found it best ("" for the query as typed)
+    rounds: int = 1
+    synonyms: list[str] = field(default_factory=list)
+    reason: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -48,6 +67,13 @@ class Hit:
             "score": round(self.score, 4),
             "snippet": self.snippet,
             "tags": self.tags,
+            "lane": self.lane,
+            "matched_via": self.matched_via,
+            "tier": self.tier,
+            "bm25": round(self.bm25, 4),
+            **({"vector": round(self.vector, 4)} if self.vector is not None else {}),
+            **({"synonyms": self.synonyms} if self.synonyms else {}),
+            **({"alias_round": self.round} if self.round else {}),
         }
 
 
@@ -60,14 +86,17 @@ class SearchResult:
     hidden_superseded: int = 0
     hidden_retracted: int = 0
     scopes: list[str] = field(default_factory=list)
+    rewrites: list[str] = field(default_factory=list)  # D81 rounds, "a → b"
+    lanes: list[str] = field(default_factory=lambda: ["bm25"])
+    rule: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"query": self.query, "hits": [h.to_json() for h in self.hits]}
+        return {"query": self.query, "hits": [h.to_json() for h in self.hits], "lanes": self.lanes}
 
 
 def tier(location: str, scope: str, review_state: str, status: str) -> int:
     """D30: reviewed project knowledge first, personal and proposed next, project drafts
-    and rejections last; deprecated after everything, kept as a warning."""
+    and rejections last; deprecated after those, kept as a warning."""
     if status == "deprecated":
         return 3
     if scope == "personal":
@@ -85,11 +114,24 @@ def check_limit(limit: int, maximum: int) -> int:
     return min(limit, maximum)
 
 
+@dataclass
+class _Candidate:
+    row: sqlite3.Row
+    relevance: float
+    bm25: float
+    rounds: int
+    round: str
+    lane: str = "bm25"
+    vector: float | None = None
+
+
 def search(ctx: Context, query: str, scope: str = "both", type: str | None = None, limit: int = DEFAULT_LIMIT,
-           explain: bool = False) -> SearchResult:  # fmt: skip
-    """The best hits for ``query``. Ranked by FTS5 itself (its ``rank`` column with our bm25
-    weights), so the join to ``memories`` stops at the over-fetch limit instead of scoring
-    and sorting every match; what lifecycle hid is counted only for ``explain``."""
+           explain: bool = False, embeddings: bool | None = None) -> SearchResult:  # fmt: skip
+    """The best hits for ``query``. Each round (the query as typed, then up to two D81
+    alias rewrites) is ranked by FTS5 itself (its ``rank`` column with our bm25 weights, so
+    the join stops at the over-fetch limit); rounds merge by normalised best score, the
+    vector lane (when on) is fused by reciprocal rank, then lifecycle resolves chains and
+    the tier prior orders comparably relevant hits. ``embeddings`` overrides the config."""
     if type is not None and type not in TYPES:
         raise UsageError(f"unknown type {type!r} — use one of: {', '.join(TYPES)}")
     check_text(query, "the search query")
@@ -97,47 +139,142 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     folders = ctx.folders(scope)
     freshness.sync(ctx, scope)
     expression = build_query(query)
-    result = SearchResult(query, expression, [], scopes=[str(f.path) for f in folders])
+    result = SearchResult(query, expression, [], scopes=[str(f.path) for f in folders], rule=_rule())
     if not expression:
         return result
     dirs = [str(f.path) for f in folders]
+    overfetch = min(3 * limit + 10, 150)
+    rewrites = [] if ablated("no-aliases") else aliases.rounds(query, aliases.registry(ctx.conn, dirs))
+    result.rewrites = [r.label() for r in rewrites]
+    round_rows: list[list[sqlite3.Row]] = [_fetch(ctx, expression, dirs, type, overfetch)]
+    for rewrite in rewrites:
+        round_rows.append(_fetch(ctx, build_query(rewrite.text), dirs, type, overfetch))
+    if explain:
+        result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
+    candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)])
+    _literal_bonus(candidates, identifiers(query))
+    model = _vector_model(ctx, embeddings)
+    if model is not None:
+        from .embeddings import fuse, vector_candidates
+
+        near = vector_candidates(ctx, model, query, dirs, type, overfetch)
+        candidates = fuse(ctx, candidates, near, _Candidate)
+        result.lanes = ["bm25", f"vector:{model}"]
+    result.candidates = len(candidates) + result.hidden_retracted
+    result.hits = _resolve(ctx, candidates, dirs, type, result)
+    _order(result.hits)
+    result.hits = result.hits[:limit]
+    return result
+
+
+def _rule() -> str:
+    if ablated("tiers-strict"):
+        return "strict tiers: tier first, then score (benchmark ablation)"
+    if ablated("tiers-none"):
+        return "score only, no tier prior (benchmark ablation)"
+    priors = ", ".join(f"{TIER_NAMES[t]} {p:g}" for t, p in TIER_PRIOR.items())
+    return f"final = relevance × tier prior ({priors})"
+
+
+def _vector_model(ctx: Context, override: bool | None) -> str | None:
+    """The embeddings model when the lane is on (config ``embeddings``, off by default, D7)."""
+    if override is False:
+        return None
+    configured = str(ctx.config.values.get("embeddings") or "off")
+    if configured == "off":
+        if override:
+            raise UsageError("the embeddings lane is off — turn it on with `open-memex config set embeddings "
+                             "multilingual-e5-small` (or wordllama)")  # fmt: skip
+        return None
+    return configured
+
+
+def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None, overfetch: int) -> list[sqlite3.Row]:
     marks = placeholders(dirs)
     params: list[object] = [expression, *dirs]
     type_clause = ""
     if type is not None:
         type_clause = " AND m.type = ?"
         params.append(type)
-    overfetch = min(3 * limit + 10, 150)
     params.append(overfetch)
     weights = ", ".join(str(w) for w in WEIGHTS)
-    hidden_clause = "m.status IN ('retracted', 'archived')"
-    if explain:
-        result.hidden_retracted = ctx.conn.execute(
-            f"SELECT COUNT(*) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND m.dir IN ({marks}){type_clause} AND {hidden_clause}",
-            params[:-1],
-        ).fetchone()[0]
-    rows = ctx.conn.execute(
+    rows: list[sqlite3.Row] = ctx.conn.execute(
         f"SELECT m.*, memories_fts.rank AS rank, "
         f"snippet(memories_fts, 0, '[', ']', ' … ', 12) AS snip, "
         f"highlight(memories_fts, 1, '\x01', '\x02') AS tag_hl, "
-        f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl "
+        f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl, "
+        f"highlight(memories_fts, 3, '\x01', '\x02') AS exp_hl "
         f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
-        f"AND m.dir IN ({marks}){type_clause} AND NOT {hidden_clause} "
+        f"AND m.dir IN ({marks}){type_clause} AND m.status NOT IN ('retracted', 'archived') "
         f"ORDER BY memories_fts.rank LIMIT ?",
         params,
     ).fetchall()
-    result.candidates = len(rows) + result.hidden_retracted
+    return rows
+
+
+def _hidden_count(ctx: Context, expression: str, dirs: list[str], type: str | None) -> int:
+    """Retracted/archived matches, counted only for ``--explain`` (it costs a full match)."""
+    params: list[object] = [expression, *dirs]
+    type_clause = ""
+    if type is not None:
+        type_clause = " AND m.type = ?"
+        params.append(type)
+    count: int = ctx.conn.execute(
+        f"SELECT COUNT(*) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.dir IN ({placeholders(dirs)}){type_clause} "
+        f"AND m.status IN ('retracted', 'archived')",
+        params,
+    ).fetchone()[0]
+    return count
+
+
+def _raw(row: sqlite3.Row) -> float:
+    return -float(row["rank"]) * IMPORTANCE_FACTOR.get(row["importance"], 1.0)
+
+
+def _merge(round_rows: list[list[sqlite3.Row]], labels: list[str]) -> list[_Candidate]:
+    """One candidate per matched row, best first (D81 normalised-max merge)."""
+    scores = [{int(r["rowid"]): _raw(r) for r in rows} for rows in round_rows]
+    merged = aliases.merge(scores)
+    rows_at = [{int(r["rowid"]): r for r in rows} for rows in round_rows]
+    out = [
+        _Candidate(rows_at[where][rowid], rel, scores[where][rowid], count, labels[where])
+        for rowid, (rel, count, where) in merged.items()
+    ]
+    out.sort(key=lambda c: (-c.relevance, -c.rounds))
+    return out
+
+
+LITERAL_BONUS = 0.5
+
+
+def _literal_bonus(candidates: list[_Candidate], words: list[str]) -> None:
+    """Identifiers as written: FTS5 splits ``VITE_`` or ``Idempotency-Key`` into plain words
+    that match everywhere, so a candidate holding the identifier verbatim gains up to half."""
+    if not words or ablated("no-literal"):
+        return
+    for cand in candidates:
+        text = " ".join((cand.row["content"], cand.row["tags"], cand.row["aliases"])).lower()
+        found = sum(1 for w in words if w in text)
+        cand.relevance *= 1 + LITERAL_BONUS * found / len(words)
+    candidates.sort(key=lambda c: (-c.relevance, -c.rounds))
+
+
+def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: str | None,
+             result: SearchResult) -> list[Hit]:  # fmt: skip
+    """Superseded matches answer with the newest member of their chain (one hit per
+    chain, the best relevance any member earned); hidden members never show."""
     by_id: dict[str, sqlite3.Row] = {}
-    for row in rows:
-        by_id.setdefault(row["id"], row)
+    for cand in candidates:
+        by_id.setdefault(cand.row["id"], cand.row)
     seen: set[str] = set()
     hits: list[Hit] = []
-    for row in rows:
+    for cand in candidates:
+        row = cand.row
         target = row
         if row["status"] == "superseded":
-            target = newest_in_chain(ctx.conn, dict(by_id), row, dirs)
+            target = newest_in_chain(ctx.conn, by_id, row, dirs)
             if target["id"] != row["id"]:
                 result.hidden_superseded += 1
             if target["status"] in HIDDEN_STATUSES:
@@ -149,10 +286,30 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         if target["id"] in seen:
             continue
         seen.add(target["id"])
-        hits.append(_hit(target, row))
-    hits.sort(key=lambda h: (h.tier, -h.score))
-    result.hits = hits[:limit]
-    return result
+        hits.append(_hit(target, cand))
+    return hits
+
+
+def _order(hits: list[Hit]) -> None:
+    """Final order and each hit's reason (shown by ``--explain``)."""
+    raw_rank = {id(h): i for i, h in enumerate(hits)}  # by relevance, as resolved
+    strict = ablated("tiers-strict")
+    for hit in hits:
+        prior = 1.0 if ablated("tiers-none") else TIER_PRIOR.get(hit.tier, 1.0)
+        hit.score = hit.relevance * prior
+    if strict:
+        hits.sort(key=lambda h: (h.tier, -h.relevance))
+    else:
+        hits.sort(key=lambda h: (-h.score, h.tier))
+    for final, hit in enumerate(hits):
+        before = raw_rank[id(hit)]
+        prior = hit.score / hit.relevance if hit.relevance else 1.0
+        why = f"relevance {hit.relevance:.3f} × {TIER_NAMES[hit.tier]} prior {prior:g}"
+        if final < before:
+            why += f"; up from #{before + 1} by relevance (tier preferred)"
+        elif final > before:
+            why += f"; down from #{before + 1} by relevance (a better tier or score ahead)"
+        hit.reason = why
 
 
 def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool:
@@ -167,21 +324,44 @@ def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool
     return inside is None and not replacement_missing(ctx.conn, nxt)
 
 
-def _hit(target: sqlite3.Row, matched: sqlite3.Row) -> Hit:
-    score = -float(matched["rank"]) * IMPORTANCE_FACTOR.get(target["importance"], 1.0)
-    if target["id"] == matched["id"] and "[" in (matched["snip"] or ""):
-        snippet = normalize_ws(matched["snip"])
+def _marked(highlighted: str | None) -> list[str]:
+    """Entries of a comma-joined column that hold a highlighted token, marks removed; a
+    CJK entry of the expansions column is its word followed by its grams."""
+    out = []
+    for part in (highlighted or "").split(", "):
+        if "\x01" in part:
+            clean = part.replace("\x01", "").replace("\x02", "").strip()
+            out.append(clean.split(" ")[0])
+    return list(dict.fromkeys(out))
+
+
+def _hit(target: sqlite3.Row, cand: _Candidate) -> Hit:
+    matched = cand.row
+    keys = matched.keys()
+    snip = matched["snip"] if "snip" in keys else None
+    if target["id"] == matched["id"] and "[" in (snip or ""):
+        snippet = normalize_ws(snip or "")
     else:
         snippet = normalize_ws(target["content"])[:160]
     via = "body"
-    if "\x01" in (matched["alias_hl"] or ""):
+    synonyms: list[str] = []
+    if snip is None:
+        via = "vector"
+    elif "\x01" in (matched["alias_hl"] or ""):
         via = "alias"
         snippet += f" (aka: {matched['aliases']})"
     elif "\x01" in (matched["tag_hl"] or ""):
         via = "tags"
-    elif "[" not in (matched["snip"] or ""):
+    elif "[" not in (snip or "") and "\x01" in (matched["exp_hl"] or ""):
+        via = "synonym"
+    elif "[" not in (snip or ""):
         via = "cjk" if matched["cjk"] else "type"
-    tags = split_tags(target["tags"])
+    if snip is not None and "\x01" in (matched["exp_hl"] or ""):
+        synonyms = _marked(matched["exp_hl"])
+        if synonyms and via in ("synonym", "cjk", "type"):
+            snippet += f" (synonym: {', '.join(synonyms)})"
+    if cand.round:
+        snippet += f" (alias: {cand.round})"
     return Hit(
         id=target["id"],
         scope=target["scope"],
@@ -189,13 +369,20 @@ def _hit(target: sqlite3.Row, matched: sqlite3.Row) -> Hit:
         type=target["type"],
         status=target["status"],
         review_state=target["review_state"],
-        score=score,
+        score=cand.relevance,
         snippet=snippet,
-        tags=tags,
+        tags=split_tags(target["tags"]),
         location=target["location"],
         path=target["file_path"],
         matched_via=via,
         tier=tier(target["location"], target["scope"], target["review_state"], target["status"]),
+        bm25=cand.bm25,
+        relevance=cand.relevance,
+        lane=cand.lane,
+        vector=cand.vector,
+        round=cand.round,
+        rounds=cand.rounds,
+        synonyms=synonyms,
     )
 
 

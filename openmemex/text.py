@@ -21,6 +21,9 @@ CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
 _LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
 MAX_TERMS = 24
+# CJK query bigrams look in the grams of the text and of its D80 expansions (the
+# expansions column carries each Chinese variant's grams beside it).
+CJK_COLUMNS = "{cjk expansions}"
 
 EN_STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "about", "as", "is", "am", "are", "was", "were", "be", "been", "being", "do", "does", "did", "doing", "done", "have", "has", "had", "having", "i", "me", "my", "mine", "we", "us", "our", "ours", "you", "your", "yours", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "please", "tell", "show", "find", "give", "get", "let", "know", "any", "some", "all", "each", "every", "no", "not", "so", "than", "too", "very", "just", "also", "only", "over", "under", "up", "down", "out", "off", "again", "s", "t", "don't", "didn't", "doesn't", "isn't", "aren't", "what's", "how's"]
@@ -126,18 +129,32 @@ def cjk_query_terms(text: str) -> list[str]:
     return (filtered or grams)[:MAX_TERMS]
 
 
+_IDENT_PUNCT = re.compile(r"[_./:@=+#\-]")
+
+
+def identifiers(text: str) -> list[str]:
+    """Words written as code (``VITE_``, ``deploy/prod/values.yaml``, ``--dart-define``):
+    a memory holding one verbatim is the strongest evidence a search can get."""
+    out = []
+    for word in text.split():
+        word = word.strip("\"'`,;()[]{}<>!?")
+        if len(word) >= 3 and _IDENT_PUNCT.search(word.strip(".")) and re.search(r"[A-Za-z0-9]", word):
+            out.append(word.lower())
+    return _dedupe(out)
+
+
 def build_query(text: str) -> str:
     """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
     is always text (punctuation alone gives a phrase that matches nothing). Latin terms are prefix-matched and OR-ed so extra words only lower
-    the rank; CJK bigrams are matched in the ``cjk`` column. Empty only for empty input."""
+    the rank; CJK bigrams are matched in the ``cjk`` and ``expansions`` columns. Empty only for empty input."""
     latin = latin_terms(text)
     cjk = cjk_query_terms(text)
     latin_expr = " OR ".join(_quote(t) + "*" for t in latin)
     cjk_expr = " OR ".join(_quote(t) for t in cjk)
     if latin_expr and cjk_expr:
-        return f"({latin_expr}) OR {{cjk}}:({cjk_expr})"
+        return f"({latin_expr}) OR {CJK_COLUMNS}:({cjk_expr})"
     if cjk_expr:
-        return f"{{cjk}}:({cjk_expr})"
+        return f"{CJK_COLUMNS}:({cjk_expr})"
     if latin_expr or not text.strip():
         return latin_expr
     return _quote(text.strip())  # only punctuation: a valid phrase that matches nothing

@@ -95,7 +95,8 @@ def test_search_json_and_limit_never_exceeded(cli: Any) -> None:
         add(cli, f"kubernetes note number {i} about pods and nodes {i * 7}")
     doc = json.loads(cli("search", "kubernetes", "--limit", "5", "--json").out)
     assert doc["query"] == "kubernetes" and len(doc["hits"]) == 5
-    assert set(doc["hits"][0]) == {"id", "scope", "scope_key", "type", "status", "review_state", "score", "snippet", "tags"}
+    assert set(doc["hits"][0]) >= {"id", "scope", "scope_key", "type", "status", "review_state", "score", "snippet", "tags"}
+    assert doc["hits"][0]["lane"] == "bm25" and doc["lanes"] == ["bm25"]  # recall receipts (design §7)
     scores = [h["score"] for h in doc["hits"]]
     assert scores == sorted(scores, reverse=True)
     assert cli("search", "kubernetes", "--limit", "0").rc == 2

@@ -81,15 +81,19 @@ def search(
     type: str | None = None,
     limit: int = 8,
     explain: Flag = False,
+    embeddings: bool | None = None,
     json: Flag = False,
 ) -> int:
     """Find memories by full-text search.
 
-    English words are stemmed, Chinese is matched by character pairs.
+    English words are stemmed, Chinese is matched by character pairs; a memory is also
+    found by the curated synonyms of its words (deploy/ship/部署, db/数据库, …) and by the
+    alias/target pairs memories define.
 
-    Reviewed project knowledge ranks first, then personal and proposed memories, then
-    project drafts; superseded memories answer with their newest version; retracted and
-    archived ones are hidden (see --explain).
+    Among comparably relevant hits, reviewed project knowledge ranks first, then personal
+    and proposed memories, then project drafts — a clearly better draft still ranks above
+    a weak reviewed hit. Superseded memories answer with their newest version; retracted
+    and archived ones are hidden (see --explain).
 
     Parameters
     ----------
@@ -102,7 +106,11 @@ def search(
     limit
         At most this many hits (1–50, default 8).
     explain
-        Show the FTS expression, scores and what lifecycle hid.
+        Show the FTS expression, alias rewrites, each hit's raw score, tier, lane and why it
+        ranks where it does, and what lifecycle hid.
+    embeddings
+        Use the embeddings lane for this search (--no-embeddings: BM25 only). Default: the
+        `embeddings` config key (off unless set).
     json
         Print one JSON document.
     """
@@ -110,12 +118,15 @@ def search(
     from ..search import state_tag
 
     with open_context() as ctx:
-        result = run_search(ctx, query, scope=scope, type=type, limit=limit, explain=explain)
+        result = run_search(ctx, query, scope=scope, type=type, limit=limit, explain=explain, embeddings=embeddings)
     if json:
         emit_json(result.to_json())
         return 0
     if explain:
         out(f"fts: {result.expression or '(empty)'}")
+        for rewrite in result.rewrites:
+            out(f"alias round: {rewrite}")
+        out(f"lanes: {', '.join(result.lanes)}; order: {result.rule}")
         out(
             f"candidates: {result.candidates}, hidden by lifecycle: {result.hidden_superseded} superseded, "
             f"{result.hidden_retracted} retracted/archived"
@@ -129,7 +140,9 @@ def search(
         head = " ".join(p for p in (label, tag, hit.id) if p)
         line = f"{head}  {hit.snippet}"
         if explain:
-            line += f"  score={hit.score:.3f} via={hit.matched_via} tier={hit.tier}"
+            vector = f" cosine={hit.vector:.3f}" if hit.vector is not None else ""
+            line += (f"\n    bm25={hit.bm25:.3f}{vector} lane={hit.lane} via={hit.matched_via} tier={hit.tier} "
+                     f"final={hit.score:.3f}: {hit.reason}")  # fmt: skip
         out(line)
     return 0
 

@@ -1,0 +1,192 @@
+"""The optional embeddings lane (design §7, D7, D8): vectors beside BM25, off by default.
+
+``config set embeddings multilingual-e5-small`` (or ``wordllama``) turns it on; ``search
+--no-embeddings`` turns it off for one query. Vectors are computed incrementally — only for
+text the index has no vector of yet, keyed by the text's hash, so a reindex or a schema
+change reuses them — and stored in the index database (table ``vectors``). A search fuses
+the two lanes by a convex combination of their normalised scores and reports per hit
+which lane found it (the recall receipt: bm25, vector or both). numpy and the model
+libraries are imported only here, only when the lane is on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import MemexError
+from ..index import placeholders, transaction
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from ..context import Context
+
+    Matrix = npt.NDArray[np.float32]
+
+MODELS = ("multilingual-e5-small", "wordllama")
+VECTOR_WEIGHT = 0.5  # share of the vector lane in the fused relevance (the rest is bm25)
+BATCH = 64
+INSTALL_HINT = "pip install 'open-memex[embeddings]'"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors(model TEXT NOT NULL, content_hash TEXT NOT NULL, vec BLOB NOT NULL, "
+    "PRIMARY KEY (model, content_hash)) WITHOUT ROWID"
+)
+
+
+class EmbeddingProvider(Protocol):
+    """What the lane needs from a model: unit-length float32 vectors for documents and
+    for queries (models such as e5 embed the two differently)."""
+
+    name: str
+    dim: int
+
+    def embed_documents(self, texts: list[str]) -> Matrix: ...
+
+    def embed_query(self, text: str) -> Matrix: ...
+
+
+def provider(ctx: Context, name: str) -> EmbeddingProvider:
+    """The configured model, loaded once per process."""
+    if name not in _loaded:
+        from . import providers
+
+        if name == "wordllama":
+            _loaded[name] = providers.WordLlamaProvider()
+        elif name == "multilingual-e5-small":
+            _loaded[name] = providers.E5Provider(ctx.root / "models", progress=ctx.progress)
+        else:
+            raise MemexError(f"unknown embeddings model {name!r} — use one of: {', '.join(MODELS)}, or off")
+    return _loaded[name]
+
+
+_loaded: dict[str, EmbeddingProvider] = {}
+
+
+@dataclass
+class _Cache:
+    key: tuple[int, int, int, str]
+    rowids: Any  # numpy int64 array
+    dirs: list[str]
+    dir_index: Any
+    types: list[str]
+    matrix: Any
+
+
+_caches: dict[int, _Cache] = {}
+
+
+def _state(conn: sqlite3.Connection, model: str) -> tuple[int, int, int, str]:
+    """Changes when any process committed to the index (``data_version``) or this
+    connection wrote (``total_changes``): the vectors in memory are current while it holds."""
+    return (id(conn), int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes, model)
+
+
+def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
+    """Embed every visible memory text that has no vector for this model yet; returns
+    how many were computed. Cheap when nothing changed (one indexed anti-join)."""
+    conn = ctx.conn
+    with transaction(conn):
+        conn.execute(_SCHEMA)
+    missing = conn.execute(
+        "SELECT m.content_hash, min(m.content) FROM memories m "
+        "WHERE m.status NOT IN ('retracted', 'archived') AND NOT EXISTS "
+        "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.content_hash = m.content_hash) GROUP BY m.content_hash",
+        (prov.name,),
+    ).fetchall()
+    show = ctx.progress if ctx.progress is not None and len(missing) >= 200 else None
+    done = 0
+    for start in range(0, len(missing), BATCH):
+        batch = missing[start : start + BATCH]
+        vectors = prov.embed_documents([str(r[1]) for r in batch])
+        with transaction(conn):
+            conn.executemany(
+                "INSERT OR REPLACE INTO vectors(model, content_hash, vec) VALUES (?, ?, ?)",
+                [(prov.name, r[0], vectors[i].astype("float32").tobytes()) for i, r in enumerate(batch)],
+            )
+        done += len(batch)
+        if show is not None:
+            show(done, len(missing))
+    return done
+
+
+def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
+    import numpy as np
+
+    conn = ctx.conn
+    key = _state(conn, prov.name)
+    cached = _caches.get(id(conn))
+    if cached is not None and cached.key == key:
+        return cached
+    if refresh(ctx, prov):
+        key = _state(conn, prov.name)
+    rows = conn.execute(
+        "SELECT m.rowid, m.dir, m.type, v.vec FROM memories m JOIN vectors v "
+        "ON v.model = ? AND v.content_hash = m.content_hash WHERE m.status NOT IN ('retracted', 'archived')",
+        (prov.name,),
+    ).fetchall()
+    dirs = sorted({str(r[1]) for r in rows})
+    where = {d: i for i, d in enumerate(dirs)}
+    matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), prov.dim) if rows \
+        else np.zeros((0, prov.dim), dtype=np.float32)  # fmt: skip
+    cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
+                   np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
+    _caches[id(conn)] = cache
+    return cache
+
+
+def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], type: str | None,
+                      k: int) -> list[tuple[int, float]]:  # fmt: skip
+    """(rowid, cosine) of the ``k`` memories nearest to ``query`` in ``dirs``."""
+    import numpy as np
+
+    prov = provider(ctx, model)
+    cache = _matrix(ctx, prov)
+    if not len(cache.rowids):
+        return []
+    wanted = [i for i, d in enumerate(cache.dirs) if d in set(dirs)]
+    mask = np.isin(cache.dir_index, wanted)
+    if type is not None:
+        mask &= np.array([t == type for t in cache.types])
+    sims = cache.matrix @ prov.embed_query(query).astype(np.float32)
+    sims = np.where(mask, sims, -np.inf)
+    count = min(k, int(mask.sum()))
+    if count == 0:
+        return []
+    top = np.argpartition(-sims, count - 1)[:count]
+    top = top[np.argsort(-sims[top])]
+    return [(int(cache.rowids[i]), float(sims[i])) for i in top]
+
+
+def fuse(ctx: Context, candidates: list[Any], near: list[tuple[int, float]], make: Callable[..., Any]) -> list[Any]:
+    """Hybrid ranking: relevance = (1 − w)·bm25 relevance + w·vector relevance, where the
+    vector relevance is the cosine min-max scaled over the lane's own list (so both lanes
+    give their best hit 1.0); each candidate records its lane and cosine."""
+    if not near:
+        return candidates
+    sims = [s for _, s in near]
+    low, high = min(sims), max(sims)
+    span = (high - low) or 1.0
+    vec_rel = {rowid: (s - low) / span if high > low else 1.0 for rowid, s in near}
+    cosine = dict(near)
+    by_row: dict[int, Any] = {int(c.row["rowid"]): c for c in candidates}
+    missing = [r for r in vec_rel if r not in by_row]
+    if missing:
+        rows = ctx.conn.execute(f"SELECT * FROM memories WHERE rowid IN ({placeholders([str(r) for r in missing])})",
+                                missing).fetchall()  # fmt: skip
+        for row in rows:
+            by_row[int(row["rowid"])] = make(row, 0.0, 0.0, 0, "", "vector")
+    for rowid, cand in by_row.items():
+        lexical = cand.relevance
+        if rowid in vec_rel:
+            cand.vector = cosine[rowid]
+            if cand.lane != "vector":
+                cand.lane = "both"
+        cand.relevance = (1 - VECTOR_WEIGHT) * lexical + VECTOR_WEIGHT * vec_rel.get(rowid, 0.0)
+    fused = list(by_row.values())
+    fused.sort(key=lambda c: -c.relevance)
+    return fused

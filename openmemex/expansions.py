@@ -1,0 +1,282 @@
+"""D80 curated expansion groups, indexed in their own column (D83).
+
+A memory that says "deploy" is also found by "ship", "release" or 部署: when any member of
+a group occurs in a memory's text or tags, the group's other members are stored beside it
+in the index (``expansions`` column, weighted below aliases), at most 32 per memory, never
+repeating what the text or the user's aliases already say. The work is done once, at
+index time, so search pays nothing; a hit found through this column is attributed
+``(synonym: …)``. Users add groups with the ``searchExpansions`` config key; the index
+keeps a hash of the map in force and re-derives the column when it changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .text import CJK_RUN, cjk_index_text
+
+MAX_EXPANSIONS = 32
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
+
+# Each group is one concept in the words developers use for it, English and Chinese.
+# Generic engineering vocabulary only: project words belong in aliases (D61) or the
+# alias/target registry (D81).
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("deploy", "deployment", "ship", "release", "rollout", "部署", "发布", "上线"),
+    ("rollback", "roll back", "revert", "回滚", "回退"),
+    ("auth", "authentication", "login", "log in", "sign in", "sso", "single sign-on", "登录", "认证", "单点登录"),
+    ("db", "database", "数据库"),
+    ("k8s", "kubernetes", "kube", "eks", "gke", "aks"),
+    ("rate limit", "rate limiting", "throttle", "throttling", "429", "限流"),
+    ("snapshot test", "golden file", "golden", "screenshot test", "visual regression", "快照", "截图对比", "基准图"),
+    ("test", "testing", "测试"),
+    ("config", "configuration", "settings", "配置", "设置"),
+    ("secret", "credential", "password", "api key", "密钥", "凭证", "密码"),
+    ("cache", "caching", "缓存"),
+    ("log", "logs", "logging", "日志"),
+    ("error", "exception", "failure", "错误", "异常", "报错"),
+    ("crash", "crashes", "崩溃", "闪退"),
+    ("timeout", "time out", "timed out", "超时"),
+    ("retry", "retries", "backoff", "重试"),
+    ("backup", "back up", "备份"),
+    ("restore", "recovery", "恢复", "还原"),
+    ("retention", "retain", "保留", "保存期限"),
+    ("delete", "remove", "wipe", "purge", "erase", "删除", "清空", "清除"),
+    ("performance", "perf", "latency", "slow", "性能", "延迟", "卡顿"),
+    ("memory", "ram", "oom", "内存"),
+    ("disk", "storage", "volume", "磁盘", "存储"),
+    ("network", "networking", "网络"),
+    ("permission", "access", "rbac", "forbidden", "permission denied", "权限"),
+    ("account", "user", "用户", "账号"),
+    ("payment", "billing", "charge", "支付", "付款", "计费"),
+    ("refund", "退款"),
+    ("order", "订单"),
+    ("invoice", "receipt", "发票", "收据"),
+    ("email", "e-mail", "mail", "邮件", "邮箱"),
+    ("notification", "push", "通知", "推送"),
+    ("alert", "alerting", "page", "paging", "告警", "报警"),
+    ("monitoring", "metrics", "observability", "dashboard", "监控"),
+    ("ci", "continuous integration", "build pipeline", "持续集成"),
+    ("build", "compile", "构建", "编译", "打包"),
+    ("dependency", "dependencies", "deps", "library", "依赖"),
+    ("upgrade", "update", "bump", "升级", "更新"),
+    ("migration", "migrate", "schema change", "迁移"),
+    ("api", "endpoint", "接口"),
+    ("webhook", "callback", "回调"),
+    ("queue", "message queue", "broker", "队列", "消息队列"),
+    ("container", "docker", "容器"),
+    ("frontend", "front end", "web app", "前端"),
+    ("backend", "back end", "server side", "后端", "服务端"),
+    ("mobile", "mobile app", "移动端", "手机"),
+    ("production", "prod", "生产环境", "线上", "正式环境"),
+    ("staging", "preprod", "pre-production", "预发布", "预发布环境", "测试环境"),
+    ("environment", "env", "环境"),
+    ("documentation", "docs", "文档"),
+    ("code review", "review", "pull request", "评审", "审查", "代码评审"),
+    ("branch", "分支"),
+    ("merge", "合并"),
+    ("commit", "提交"),
+    ("owner", "owns", "ownership", "负责", "负责人"),
+    ("privacy", "gdpr", "pii", "personal data", "隐私", "个人信息"),
+    ("anonymize", "anonymization", "pseudonymize", "pseudonymized", "脱敏", "匿名化"),
+    ("security", "vulnerability", "cve", "安全", "漏洞"),
+    ("certificate", "cert", "tls", "ssl", "证书"),
+    ("scheduler", "cron", "orchestration", "orchestrate", "调度", "定时任务"),
+    ("autoscaling", "autoscaler", "scale up", "scaling", "扩容", "扩缩容"),
+    ("node", "machine", "instance", "节点", "机器"),
+    ("duplicate", "dedupe", "double", "重复"),
+    ("flaky", "intermittent", "unstable", "不稳定"),
+    ("translation", "i18n", "localization", "l10n", "国际化", "翻译", "多语言"),
+    ("feature flag", "feature toggle", "功能开关"),
+    ("shell", "ssh", "terminal", "终端"),
+    ("debug", "debugging", "troubleshoot", "diagnose", "调试", "排查"),
+    ("decline", "refuse", "reject", "opt out", "拒绝"),
+    ("upload", "上传"),
+    ("download", "下载"),
+    ("image", "picture", "photo", "图片", "照片"),
+    ("version", "版本"),
+    ("customer", "客户"),
+    ("timezone", "time zone", "utc", "时区"),
+    ("shutdown", "shut down", "terminate", "sigterm", "graceful", "关闭", "停止"),
+    ("health check", "healthcheck", "probe", "liveness", "readiness", "健康检查"),
+    ("local development", "local dev", "dev server", "本地开发"),
+)
+
+
+def _forms(token: str) -> set[str]:
+    """A word and the base forms it may come from ("deploys", "released", "caching"), so
+    a group member written as a base form matches its inflections in memory text."""
+    out = {token}
+    for suffix, repl in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e")):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            out.add(token[: len(token) - len(suffix)] + repl)
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(CJK_RUN.sub(" ", text.lower().replace("-", " ")))
+
+
+@dataclass
+class Expander:
+    """An expansion map ready to apply: single words, phrases (matched on consecutive
+    words) and CJK members (matched as substrings)."""
+
+    groups: tuple[tuple[str, ...], ...]
+    digest: str = ""
+    _words: dict[str, list[int]] = field(default_factory=dict)
+    _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict)
+    _cjk: list[tuple[str, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        canonical = json.dumps([list(g) for g in self.groups], ensure_ascii=False)
+        self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+        for gi, group in enumerate(self.groups):
+            for member in group:
+                if CJK_RUN.search(member):
+                    self._cjk.append((member, gi))
+                    continue
+                words = tuple(_words(member))
+                if len(words) == 1:
+                    self._words.setdefault(words[0], []).append(gi)
+                elif words:
+                    self._phrases.setdefault(words[0], []).append((words, gi))
+
+    def matched_groups(self, text: str) -> list[int]:
+        """Groups with a member in ``text``, in order of first appearance."""
+        found: dict[int, None] = {}
+        words = _words(text)
+        forms = [_forms(w) for w in words]
+        for i, wf in enumerate(forms):
+            for form in wf:
+                for gi in self._words.get(form, ()):
+                    found.setdefault(gi, None)
+                for phrase, gi in self._phrases.get(form, ()):
+                    if all(i + k < len(forms) and phrase[k] in forms[i + k] for k in range(1, len(phrase))):
+                        found.setdefault(gi, None)
+        if CJK_RUN.search(text):
+            for member, gi in self._cjk:
+                if member in text:
+                    found.setdefault(gi, None)
+        return list(found)
+
+    def variants(self, text: str, present: Sequence[str] = ()) -> list[str]:
+        """Members of the groups ``text`` touches that it does not already say (nor
+        ``present``, the user's own aliases), at most ``MAX_EXPANSIONS``."""
+        lowered = text.lower()
+        have_words = {f for w in _words(text) for f in _forms(w)}
+        taken = {p.casefold() for p in present}
+        out: list[str] = []
+        for gi in self.matched_groups(text):
+            for member in self.groups[gi]:
+                if member.casefold() in taken:
+                    continue
+                if CJK_RUN.search(member):
+                    if member in text:
+                        continue
+                else:
+                    words = _words(member)
+                    if len(words) == 1 and words[0] in have_words:
+                        continue
+                    if len(words) > 1 and " ".join(words) in " ".join(_words(lowered)):
+                        continue
+                taken.add(member.casefold())
+                out.append(member)
+                if len(out) == MAX_EXPANSIONS:
+                    return out
+        return out
+
+
+def index_text(variants: Iterable[str]) -> str:
+    """The ``expansions`` column: members comma-separated; a CJK member is followed by its
+    character grams, so the bigram queries of design §7 reach it."""
+    parts = []
+    for member in variants:
+        parts.append(f"{member} {cjk_index_text(member)}" if CJK_RUN.search(member) else member)
+    return ", ".join(parts)
+
+
+def members(column: str) -> list[str]:
+    """The variants back out of an ``expansions`` column value."""
+    out = []
+    for part in column.split(", "):
+        part = part.strip()
+        if part:
+            out.append(part.split(" ")[0] if CJK_RUN.search(part) else part)
+    return out
+
+
+def check_groups(value: object) -> list[list[str]]:
+    """``searchExpansions``: a list of groups, each a list of two or more words."""
+    if not isinstance(value, list) or not all(
+        isinstance(g, list) and len(g) >= 2 and all(isinstance(w, str) and w.strip() for w in g) for g in value
+    ):
+        raise ValueError('expected a list of groups, each a list of two or more words, e.g. [["pto", "vacation"]]')
+    return [[w.strip() for w in g] for g in value]
+
+
+BUILTIN = Expander(GROUPS)
+_current: Expander = BUILTIN
+_cache: dict[str, Expander] = {}
+
+
+def current() -> Expander:
+    """The map the index is being written with (set per data root by ``attach``)."""
+    return _current
+
+
+def for_config(user_groups: list[list[str]] | None, enabled: bool = True) -> Expander:
+    """Built-in groups plus the user's; ``enabled=False`` (benchmark ablation) is no map."""
+    key = json.dumps([enabled, user_groups or []], ensure_ascii=False)
+    if key not in _cache:
+        groups = (GROUPS if enabled else ()) + tuple(tuple(g) for g in (user_groups or []))
+        _cache[key] = BUILTIN if groups == GROUPS else Expander(groups)
+    return _cache[key]
+
+
+def ablated(flag: str) -> bool:
+    """Benchmark-only switches (``OPEN_MEMEX_SEARCH_ABLATE=no-expansions,no-aliases,…``):
+    the retrieval eval measures what each layer contributes through the real CLI."""
+    return flag in os.environ.get("OPEN_MEMEX_SEARCH_ABLATE", "").split(",")
+
+
+def attach_config(conn: sqlite3.Connection, values: dict[str, object]) -> int:
+    """``attach`` the map a data root's config asks for."""
+    user = values.get("searchExpansions")
+    groups = user if isinstance(user, list) else None
+    return attach(conn, for_config(groups, enabled=not ablated("no-expansions")))
+
+
+def attach(conn: sqlite3.Connection, expander: Expander) -> int:
+    """Use ``expander`` for rows written through ``conn``'s process, and re-derive the
+    column of every row if the index was built with another map (returns how many rows).
+    The memory files are not read again: text, tags and aliases are in the row."""
+    global _current
+    _current = expander
+    row = conn.execute("SELECT value FROM index_info WHERE key = 'expansions'").fetchone()
+    if row is not None and row[0] == expander.digest:
+        return 0
+    from .index import split_tags, transaction
+
+    with transaction(conn):
+        row = conn.execute("SELECT value FROM index_info WHERE key = 'expansions'").fetchone()
+        if row is not None and row[0] == expander.digest:
+            return 0  # another process did it meanwhile
+        rows = conn.execute("SELECT rowid, content, tags, aliases FROM memories").fetchall()
+        updates = []
+        for rowid, content, tags, aliases in rows:
+            text = " ".join([content, *split_tags(tags)])
+            updates.append((index_text(expander.variants(text, split_tags(aliases))), rowid))
+        conn.executemany("UPDATE memories SET expansions = ? WHERE rowid = ?", updates)
+        conn.execute(
+            "INSERT INTO index_info(key, value) VALUES ('expansions', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (expander.digest,),
+        )
+    return len(rows)
