@@ -184,7 +184,7 @@ class Expander:
                     words = _words(member)
                     if len(words) == 1 and words[0] in have_words:
                         continue
-                    if len(words) > 1 and " ".join(words) in " ".join(_words(lowered)):
+                    if len(words) > 1 and f" {' '.join(words)} " in f" {' '.join(_words(lowered))} ":
                         continue
                 taken.add(member.casefold())
                 out.append(member)

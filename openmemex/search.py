@@ -358,7 +358,7 @@ def _hit(target: sqlite3.Row, cand: _Candidate) -> Hit:
         via = "cjk" if matched["cjk"] else "type"
     if snip is not None and "\x01" in (matched["exp_hl"] or ""):
         synonyms = _marked(matched["exp_hl"])
-        if synonyms and via in ("synonym", "cjk", "type"):
+        if synonyms:
             snippet += f" (synonym: {', '.join(synonyms)})"
     if cand.round:
         snippet += f" (alias: {cand.round})"

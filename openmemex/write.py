@@ -99,6 +99,8 @@ def add_memory(
     importance: str = "normal",
     role: str = "knowledge",
     guard_echo: bool = False,
+    alias: str | None = None,
+    target: str | None = None,
 ) -> WriteResult:
     """Redact, dedupe, write the file, then index it. ``guard_echo`` (agent tool paths)
     refuses a rewording of a keyword/user capture from the last 10 minutes (D73)."""
@@ -113,16 +115,19 @@ def add_memory(
     body, clean_tags, clean_aliases = cleaned
     if not ctx.config.values.get("captureAliases", True):
         clean_aliases = []
+    pair = _clean_pair(ctx, alias, target, masked)
     # Dedup, echo check and write are one decision: under the scope's lock, eight
     # identical adds at once make one file and seven "exists" answers.
     with ctx.lock(folder.scope_key or ""):
         return _add_locked(ctx, folder, scope, body, clean_tags, clean_aliases, masked, private,
-                           type=type, source=source, importance=importance, role=role, guard_echo=guard_echo)  # fmt: skip
+                           type=type, source=source, importance=importance, role=role, guard_echo=guard_echo,
+                           pair=pair)  # fmt: skip
 
 
 def _add_locked(
     ctx: Context, folder: Folder, scope: str, body: str, clean_tags: list[str], clean_aliases: list[str],
     masked: list[str], private: int, *, type: str, source: str, importance: str, role: str, guard_echo: bool,
+    pair: tuple[str | None, str | None] = (None, None),
 ) -> WriteResult:  # fmt: skip
     freshness.sync(ctx, "personal" if folder.location == "personal" else "project")
     dirs = _dirs(ctx, folder)
@@ -172,6 +177,8 @@ def _add_locked(
         source=source,
         created_at=stamp,
         updated_at=stamp,
+        alias=pair[0],
+        target=pair[1],
     )
     path = store.save(memory, folder.path)
     freshness.record(ctx, [(memory, folder)])
@@ -203,6 +210,23 @@ def _clean_all(
     clean_aliases = normalize_aliases(scrub(normalize_aliases(aliases)))
     unique = list(dict.fromkeys(masked))
     return (result.text.strip(), clean_tags, clean_aliases), unique, private
+
+
+def _clean_pair(ctx: Context, alias: str | None, target: str | None, masked: list[str]) -> tuple[str | None, str | None]:
+    """D81: "``alias`` stands for ``target``" — both or neither, redacted like the text."""
+    a, t = " ".join((alias or "").split()), " ".join((target or "").split())
+    if bool(a) != bool(t):
+        raise UsageError("an alias needs its target (and a target its alias): pass both, e.g. --alias PSP "
+                         "--target 'payment service provider'")  # fmt: skip
+    if not a:
+        return None, None
+    out = []
+    for value in (a, t):
+        check_text(value, "an alias or target")
+        r = clean(ctx, value)
+        masked.extend(x for x in r.rules if x not in masked)
+        out.append(r.text)
+    return out[0], out[1]
 
 
 def exact_duplicate(ctx: Context, body: str, dirs: list[str]) -> tuple[str, str] | None:
@@ -286,6 +310,8 @@ def _supersede_locked(
         created_at=stamp,
         updated_at=stamp,
         supersedes=old.id,
+        alias=old.alias,
+        target=old.target,
         review_state="proposed" if old.review_state != "draft" else "draft",
         proposed_by=old.proposed_by if old.review_state != "draft" else None,
     )

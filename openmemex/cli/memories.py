@@ -15,6 +15,8 @@ def add(
     aliases: str | None = None,
     source: str = "cli",
     importance: str = "normal",
+    alias: str | None = None,
+    target: str | None = None,
     json: Flag = False,
 ) -> int:
     """Save a memory.
@@ -40,6 +42,11 @@ def add(
         Provenance: user, tool, keyword, inference, import, cli.
     importance
         low, normal or high (a ranking hint).
+    alias
+        A name this memory defines (with --target): searches for either are also run
+        with the other, e.g. --alias PSP --target "payment service provider".
+    target
+        What --alias stands for.
     json
         Print one JSON document.
     """
@@ -48,7 +55,7 @@ def add(
     with open_context() as ctx:
         result = add_memory(
             ctx, text, scope=scope, type=type, tags=split_list(tags), aliases=split_list(aliases, ";"),
-            source=source, importance=importance,
+            source=source, importance=importance, alias=alias, target=target,
         )  # fmt: skip
     if json:
         emit_json(result.to_json())

@@ -1,0 +1,168 @@
+"""Issue 10: relevance-gated tiers (D30), D80 expansion groups, D81 alias rounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex import expansions, memfile, paths, store
+from openmemex.aliases import MAX_EXTRA_ROUNDS, merge, rounds
+from openmemex.expansions import BUILTIN, GROUPS, MAX_EXPANSIONS, index_text, members
+from openmemex.ids import new_ulid, now_rfc3339
+from openmemex.model import Memory
+from openmemex.scope import resolve_project
+
+
+def _write(folder: Path, body: str, *, scope: str = "project", key: str = "", review: str = "draft",
+           tags: list[str] | None = None) -> str:  # fmt: skip
+    stamp = now_rfc3339()
+    memory = Memory(id=new_ulid(), scope=scope, scope_key=key or "personal", body=body, review_state=review,
+                    tags=tags or [], created_at=stamp, updated_at=stamp)  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    return memory.id
+
+
+def _hits(cli: Any, *args: str) -> list[dict[str, Any]]:
+    result = cli("search", *args, "--json", "--limit", "10")
+    assert result.rc == 0, result.err
+    hits: list[dict[str, Any]] = json.loads(result.out)["hits"]
+    return hits
+
+
+# -- D30 as a preference --------------------------------------------------------------
+
+
+def test_strong_draft_beats_weak_personal_hit(cli: Any, data_root: Path, git_repo: Path) -> None:
+    project = resolve_project(git_repo)
+    draft = _write(paths.scope_dir(data_root, project.key), key=project.key, body=(
+        "Checkout ships through Argo CD: staging sync is automatic, the production sync of Argo CD needs approval."))  # fmt: skip
+    personal = _write(paths.scope_dir(data_root, "personal"), scope="personal", body="I drink tea from Argo the tea shop.")
+    hits = _hits(cli, "argo cd production sync approval")
+    assert [h["id"] for h in hits[:2]] == [draft, personal]
+    assert hits[0]["tier"] == 2 and hits[1]["tier"] == 1  # the draft won on relevance, not on tier
+
+
+def test_approved_beats_a_comparably_relevant_draft(cli: Any, data_root: Path, git_repo: Path) -> None:
+    project = resolve_project(git_repo)
+    draft = _write(paths.scope_dir(data_root, project.key), key=project.key,
+                   body="Production deploys need a manual Argo CD sync after the canary is healthy.")  # fmt: skip
+    approved = _write(git_repo / ".ai" / "open-memex", key=project.key, review="approved",
+                      body="Production deploys need a manual Argo CD sync after the canary looks healthy.")  # fmt: skip
+    hits = _hits(cli, "manual argo cd sync for production deploys")
+    assert [h["id"] for h in hits[:2]] == [approved, draft]
+    explained = cli("search", "manual argo cd sync for production deploys", "--explain")
+    assert "bm25=" in explained.out and "tier=0" in explained.out and "reviewed prior 1" in explained.out
+    assert "order: final = relevance × tier prior" in explained.out
+
+
+def test_strict_tiers_stay_available_as_the_benchmark_ablation(cli: Any, data_root: Path, git_repo: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    project = resolve_project(git_repo)
+    draft = _write(paths.scope_dir(data_root, project.key), key=project.key,
+                   body="Rotate the signing key for webhooks every quarter with the rotate-keys job.")  # fmt: skip
+    _write(paths.scope_dir(data_root, "personal"), scope="personal", body="Quarterly review with my manager.")
+    assert _hits(cli, "rotate webhook signing key quarter")[0]["id"] == draft
+    monkeypatch.setenv("OPEN_MEMEX_SEARCH_ABLATE", "tiers-strict")
+    assert _hits(cli, "rotate webhook signing key quarter")[0]["id"] != draft  # the wall issue 10 removed
+
+
+# -- D80 expansions -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=[g[0] for g in GROUPS])
+def test_each_expansion_group_reaches_every_member(group: tuple[str, ...]) -> None:
+    """A memory using any member gains the others it does not already say (index time)."""
+    for member in group:
+        text = f"Note about {member} here."
+        got = set(BUILTIN.variants(text))
+        for other in group:
+            if other == member or other in got:
+                continue
+            said = other in text if not other.isascii() else set(expansions._words(other)) <= {
+                f for w in expansions._words(text) for f in expansions._forms(w)}  # fmt: skip
+            assert said, f"{member!r} does not bring {other!r}"
+
+
+def test_expansion_rules() -> None:
+    assert "ship" in BUILTIN.variants("We deploy on Tuesdays") and "deploy" not in BUILTIN.variants("We deploy")
+    assert {"database", "backup", "retention"} <= set(BUILTIN.variants("数据库备份保留 30 天"))
+    assert "清空" in BUILTIN.variants("staging wipes the cache")
+    assert BUILTIN.variants("hello world") == []
+    assert "ship" not in BUILTIN.variants("we deploy", present=["Ship"])  # the user's aliases are not repeated
+    crowded = " ".join(g[0] for g in GROUPS)
+    assert len(BUILTIN.variants(crowded)) == MAX_EXPANSIONS
+    assert not BUILTIN.variants("an association of rollbacks")[:0]  # whole words only: no "sso" inside
+    assert "single sign-on" not in BUILTIN.variants("an association")
+    column = index_text(["ship", "部署"])
+    assert column == "ship, 部署 部 署 部署" and members(column) == ["ship", "部署"]
+
+
+def test_search_attributes_synonyms_both_languages(cli: Any) -> None:
+    assert cli("add", "We deploy checkout with Argo CD every Tuesday.").rc == 0
+    assert cli("add", "订单数据库每天凌晨备份一次。").rc == 0
+    for query, want in (("ship checkout", "ship"), ("部署 checkout", "部署"), ("database backup", "database")):
+        hits = _hits(cli, query)
+        assert hits and want in hits[0].get("synonyms", []), (query, hits)
+    text = cli("search", "部署 argo").out
+    assert "(synonym: 部署)" in text
+
+
+def test_user_groups_reindex_when_the_map_changes(cli: Any, data_root: Path) -> None:
+    assert cli("add", "Vacation requests go through the HR portal two weeks ahead.").rc == 0
+    assert _hits(cli, "pto") == []
+    assert cli("config", "set", "searchExpansions", '[["pto", "vacation", "休假"]]').rc == 0
+    hits = _hits(cli, "pto")
+    assert len(hits) == 1 and hits[0]["synonyms"] == ["pto"]
+    assert _hits(cli, "休假")
+    assert cli("config", "set", "searchExpansions", "[]").rc == 0
+    assert _hits(cli, "pto") == []
+    bad = cli("config", "set", "searchExpansions", '["pto"]')
+    assert bad.rc != 0 and "list of groups" in bad.err and "Traceback" not in bad.err
+
+
+# -- D81 alias rounds -----------------------------------------------------------------
+
+
+def test_alias_rewrites_both_ways_whole_words_only() -> None:
+    pairs = [("sso", "single sign-on")]
+    assert [r.text for r in rounds("sso setup", pairs)] == ["single sign-on setup"]
+    assert [r.text for r in rounds("single sign-on setup", pairs)] == ["sso setup"]
+    assert rounds("association rules", pairs) == []
+    assert rounds("nothing here", pairs) == []
+    assert [r.text for r in rounds("小程序登录", [("小程序", "mini program")])] == ["mini program登录"]
+
+
+def test_alias_chains_stop_after_two_rounds_and_cycles_stop_at_once() -> None:
+    chain = rounds("a", [("a", "b"), ("b", "c"), ("c", "d")])
+    assert [r.text for r in chain] == ["b", "c"] and len(chain) == MAX_EXTRA_ROUNDS
+    assert [r.text for r in rounds("x", [("x", "y"), ("y", "x")])] == ["y"]
+    assert [r.text for r in rounds("x", [("x", "y"), ("y", "z"), ("z", "x")])] == ["y", "z"]
+
+
+def test_alias_merge_normalises_each_round() -> None:
+    merged = merge([{1: 10.0, 2: 5.0}, {3: 2.0, 2: 1.0}])
+    assert merged[1][0] == 1.0 and merged[3][0] == 1.0  # each round's best scores 1.0
+    assert merged[3][0] > merged[2][0]  # an alias-only champion beats a mediocre literal match
+    assert merged[2][1] == 2  # found in both rounds
+    assert merge([{1: 4.0, 2: 2.0}]) == {1: (1.0, 1, 0), 2: (0.5, 1, 0)}  # one round keeps its order
+
+
+def test_alias_round_end_to_end(cli: Any) -> None:
+    defined = cli("add", "PSP is our shorthand for the payment provider.", "--alias", "PSP",
+                  "--target", "payment service provider", "--json")  # fmt: skip
+    assert defined.rc == 0, defined.err
+    assert cli("add", "The payment service provider outage runbook lives in the wiki.").rc == 0
+    for n in range(12):
+        assert cli("add", f"Unrelated note {n} about the outage calendar.").rc == 0
+    hits = _hits(cli, "PSP runbook")
+    assert any("runbook" in h["snippet"] for h in hits[:2])  # reached through the rewrite
+    assert any(h.get("alias_round") == "PSP → payment service provider" for h in hits)
+    assert len(_hits(cli, "outage")) <= 10  # never more than the limit, whatever the rounds (#53)
+    explained = cli("search", "PSP runbook", "--explain").out
+    assert "alias round: PSP → payment service provider" in explained
+    half = cli("add", "x", "--alias", "PSP")
+    assert half.rc == 2 and "needs its target" in half.err
