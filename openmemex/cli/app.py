@@ -64,6 +64,9 @@ app.command("openmemex.cli.agent_cmds:capture", name="capture", help="Preview ke
 app.command("openmemex.cli.agent_cmds:mcp", name="mcp", help="Run the MCP server on stdio, or print a client's config snippet.")
 app.command("openmemex.cli.client_cmds:init", name="init", help="Wire open-memex into your coding agents' MCP configs.")
 app.command("openmemex.cli.client_cmds:uninstall", name="uninstall", help="Remove what init wrote (never touches memory data).")
+# Lazy: plain scan/check command lines never get here (entry.py's fast path); help does.
+app.command("openmemex.cli.shared_cmds:scan", name="scan", help="Scan files (or the staged index) for secrets; exit 1 when one is found.")
+app.command("openmemex.cli.shared_cmds:check", name="check", help="Check memory files for CI and pre-commit: schema, review, chains, secrets.")
 app.command("openmemex.cli.visibility_cmds:inventory", name="inventory", help="Show everything open-memex remembers (text, JSON or an HTML page).")
 app.command("openmemex.cli.visibility_cmds:audit", name="audit", help="Check the memories' health (read-only); each finding names its fix.")
 app.command("openmemex.cli.visibility_cmds:export", name="export", help="Write memories to a portable .tar.gz bundle (private ones only with --all).")
@@ -189,7 +192,7 @@ def _word(name: str) -> str:
 
 _HELP_FLAGS = frozenset({"--help", "-h", "--version", "-V"})
 # init and uninstall are the remedy; mcp and merge-driver are run by programs, not people
-_NO_TIP = frozenset({"init", "uninstall", "mcp", "merge-driver", "hook"})
+_NO_TIP = frozenset({"init", "uninstall", "mcp", "merge-driver", "hook", "scan", "check"})
 TIP = f"{PROG}: tip: run `{PROG} init` to wire your coding agents (Claude Code, Codex, Cursor, VS Code, …)"
 
 

@@ -1,8 +1,10 @@
 """The console scripts' entry point: hooks take a path that skips the CLI framework.
 
-``open-memex hook …`` runs on every prompt of every agent session, so it must not pay for
-cyclopts and rich (≈ 100 ms) before it can decide that a prompt triggers nothing. Every
-other command line — including ``hook --help`` — goes to the full CLI unchanged.
+``open-memex hook …`` runs on every prompt of every agent session, and ``scan`` / ``check``
+on every commit (the pre-commit hooks), so they must not pay for cyclopts and rich
+(≈ 100 ms) before they can answer. Every other command line — including ``hook --help``,
+``scan --help`` and anything ``shared.fast`` does not recognise — goes to the full CLI
+unchanged.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ def _hook(argv: list[str]) -> int | None:
         from ..hooks import run
 
         return run(argv[1])
+    if argv and argv[0] in ("scan", "check"):
+        from .shared import fast
+
+        return fast(argv)
     return None
 
 

@@ -1,0 +1,208 @@
+"""``scan``: the secret scanner as a gate over files, folders or the staged index (issue 9).
+
+The pre-commit hook ``open-memex-secrets``, a native ``.git/hooks/pre-commit`` running
+``scan --staged`` and CI all come through here, so a leaked token is reported the same way
+everywhere: ``path:line:col rule-id`` and the value masked the protocol's way. Memory files
+(under the repository's ``memoryDir``) go through ``find_secrets_in_memory_file``, so the ids
+and times open-memex generates are never findings; every other file through ``find_secrets``.
+
+The hook must start in well under 0.1 s, so this module imports only ``os`` at load time; the
+scanner is imported when there is a file to scan, pygit2 only for ``--staged``
+(``git/staged.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .redact import Finding
+
+MAX_BYTES = 5 * 1024 * 1024
+"""Larger files are skipped with a note: lockfiles and dumps of that size are not where
+memories or hand-written credentials live, and they would dominate a commit's wait."""
+_BINARY_PROBE = 8000  # git's heuristic: a NUL byte in the first 8,000 bytes means binary
+SKIP_DIRS = frozenset({".git"})
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One finding as every output format shows it; ``masked`` is the whole masked value
+    (a PEM body spans lines; ``shown`` is its one-line form)."""
+
+    path: str
+    line: int
+    col: int
+    rule: str
+    masked: str
+
+    @property
+    def shown(self) -> str:
+        first = self.masked.split("\n", 1)[0].rstrip("\r")
+        return first[:48] + "…" if len(first) > 48 or len(first) < len(self.masked) else first
+
+
+@dataclass
+class ScanReport:
+    """What a scan found and what it looked at."""
+
+    leaks: list[Leak] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): large, binary
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, OS reason)
+    note: str | None = None  # why nothing was scanned, when that is worth saying
+
+    @property
+    def leaked_files(self) -> int:
+        return len({leak.path for leak in self.leaks})
+
+    def to_json(self) -> dict[str, object]:
+        """``scan --format json`` (docs/cli.md)."""
+        return {
+            "findings": [{"path": k.path, "line": k.line, "col": k.col, "rule": k.rule, "masked": k.masked} for k in self.leaks],
+            "files": self.files,
+            "bytes": self.bytes,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "unreadable": [{"path": p, "reason": r} for p, r in self.unreadable],
+        }
+
+
+class Scanner:
+    """Feeds file contents to the scanner and collects ``Leak``s; the rules (and the user's
+    ``redactPatterns``/``redactAllowlist``) are loaded on the first file."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.report = ScanReport()
+        self._find: tuple[Callable[..., list[Finding]], Callable[..., list[Finding]]] | None = None
+
+    def add(self, shown: str, data: bytes, memory: bool) -> None:
+        if len(data) > MAX_BYTES:
+            self.report.skipped.append((shown, f"larger than {MAX_BYTES // 2**20} MB ({len(data) / 1e6:.1f} MB)"))
+            return
+        if b"\x00" in data[:_BINARY_PROBE]:
+            self.report.skipped.append((shown, "binary"))
+            return
+        if self._find is None:
+            from .redact import find_secrets, find_secrets_in_memory_file
+
+            self._find = (find_secrets, find_secrets_in_memory_file)
+        text = data.decode("utf-8", errors="replace")
+        self.report.files += 1
+        self.report.bytes += len(data)
+        finder = self._find[1] if memory else self._find[0]
+        for found in finder(text, self.config.redact_patterns):
+            self.report.leaks.append(Leak(shown, found.line, found.col, found.rule, found.masked(text)))
+
+    def too_large(self, shown: str, size: int) -> bool:
+        """Skip before reading: a size known from ``stat`` or the index entry."""
+        if size <= MAX_BYTES:
+            return False
+        self.report.skipped.append((shown, f"larger than {MAX_BYTES // 2**20} MB ({size / 1e6:.1f} MB)"))
+        return True
+
+
+def load_config() -> Config:
+    """The user's config: ``memoryDir``, ``redactPatterns`` and ``redactAllowlist`` apply."""
+    from .config import load_config as load
+    from .paths import config_path, data_root
+
+    return load(config_path(data_root()))
+
+
+def memory_dir(cwd: Path, config: Config) -> Path | None:
+    """``<work tree>/<memoryDir>`` of the repository around ``cwd``, or None outside one."""
+    from .gitinfo import discover
+
+    info = discover(cwd)
+    return None if info is None else info.workdir / config.memory_dir
+
+
+def scan_paths(paths: list[str], config: Config, cwd: Path) -> ScanReport:
+    """Scan files and folders (folders recurse; ``.git``, symlinks, binary and very large
+    files are skipped). No paths: the current repository's memory dir."""
+    scanner = Scanner(config)
+    memdir = memory_dir(cwd, config)
+    if not paths:
+        if memdir is None:
+            raise UsageError(f"{cwd} is not inside a git repository — pass the files or folders to scan: open-memex scan PATH…")
+        if not memdir.is_dir():
+            shown = os.path.relpath(memdir, cwd)
+            scanner.report.note = f"no memory folder {shown} here — nothing to scan (name files or folders: open-memex scan PATH…)"
+            return scanner.report
+        paths = [os.path.relpath(memdir, cwd)]
+    prefix = os.path.join(os.path.abspath(memdir), "") if memdir is not None else None
+    seen: set[str] = set()
+    for shown, full, size in _expand(paths):
+        if full in seen:
+            continue
+        seen.add(full)
+        if scanner.too_large(shown, size):
+            continue
+        try:
+            with open(full, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            scanner.report.unreadable.append((shown, exc.strerror or str(exc)))
+            continue
+        scanner.add(shown, data, prefix is not None and full.startswith(prefix))
+    return scanner.report
+
+
+def _expand(paths: list[str]) -> Iterator[tuple[str, str, int]]:
+    """(shown path, absolute path, size) of every regular file named or inside a folder."""
+    for given in paths:
+        try:
+            info = os.stat(given)
+        except FileNotFoundError:
+            raise UsageError(f"no such file or folder: {given} — check the path") from None
+        except OSError as exc:
+            raise UsageError(f"cannot open {given}: {exc.strerror} — check the path") from None
+        if stat.S_ISDIR(info.st_mode):
+            yield from _walk(given)
+        elif stat.S_ISREG(info.st_mode):
+            yield given, os.path.abspath(given), info.st_size
+
+
+def _walk(folder: str) -> Iterator[tuple[str, str, int]]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            continue  # git stores a link, not the file it points to; and no loops
+        shown = entry.path[2:] if entry.path.startswith("./") and folder == "." else entry.path
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS:
+                    yield from _walk(shown)
+            elif entry.is_file(follow_symlinks=False):
+                yield shown, os.path.abspath(entry.path), entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+
+
+def scan_staged(paths: list[str], config: Config, cwd: Path) -> ScanReport:
+    """Scan what the next commit would add or change: blobs of the index named by
+    ``GIT_INDEX_FILE`` (else the repository's own) that differ from HEAD. The index is only
+    read — never written. ``paths`` (files or folders) narrow it down."""
+    from .git.staged import staged_entries
+
+    scanner = Scanner(config)
+    staged = staged_entries(cwd, paths)
+    memory_prefix = config.memory_dir.strip("/") + "/"
+    for entry in staged.entries:
+        if scanner.too_large(entry.path, entry.size):
+            continue
+        scanner.add(entry.path, staged.read(entry), entry.path.startswith(memory_prefix))
+    return scanner.report
