@@ -69,6 +69,7 @@ _loaded: dict[str, EmbeddingProvider] = {}
 
 @dataclass
 class _Cache:
+    conn: sqlite3.Connection  # held, so its id is never another connection's (no weakrefs to these)
     key: tuple[int, int, int, str]
     rowids: Any  # numpy int64 array
     dirs: list[str]
@@ -77,7 +78,7 @@ class _Cache:
     matrix: Any
 
 
-_caches: dict[int, _Cache] = {}
+_caches: dict[str, _Cache] = {}  # model -> the vectors of the last connection that searched
 
 
 def _state(conn: sqlite3.Connection, model: str) -> tuple[int, int, int, str]:
@@ -119,8 +120,8 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
 
     conn = ctx.conn
     key = _state(conn, prov.name)
-    cached = _caches.get(id(conn))
-    if cached is not None and cached.key == key:
+    cached = _caches.get(prov.name)
+    if cached is not None and cached.conn is conn and cached.key == key:
         return cached
     if refresh(ctx, prov):
         key = _state(conn, prov.name)
@@ -133,9 +134,9 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
     where = {d: i for i, d in enumerate(dirs)}
     matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), prov.dim) if rows \
         else np.zeros((0, prov.dim), dtype=np.float32)  # fmt: skip
-    cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
+    cache = _Cache(conn, key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
                    np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
-    _caches[id(conn)] = cache
+    _caches[prov.name] = cache
     return cache
 
 

@@ -1,0 +1,78 @@
+"""Issue 10: the optional embeddings lane, end to end with the in-wheel model (wordllama),
+and the multilingual-e5-small download's offline error."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex import paths
+
+
+def _search(cli: Any, *args: str) -> dict[str, Any]:
+    result = cli("search", *args, "--json", "--limit", "10")
+    assert result.rc == 0, result.err
+    doc: dict[str, Any] = json.loads(result.out)
+    return doc
+
+
+def test_lane_end_to_end_with_the_in_wheel_model(cli: Any, data_root: Path) -> None:
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    assert cli("add", "The kitten sleeps on the sofa all afternoon.").rc == 0
+    assert cli("add", "Deploys to production need a manual Argo CD sync.").rc == 0
+    assert cli("add", "Invoices are rendered as PDF by the billing worker.").rc == 0
+    assert _search(cli, "cat nap couch")["hits"] == []  # no shared word: BM25 alone finds nothing
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+
+    doc = _search(cli, "cat nap couch")
+    assert doc["lanes"] == ["bm25", "vector:wordllama"]
+    assert doc["hits"][0]["snippet"].startswith("The kitten")
+    assert doc["hits"][0]["lane"] == "vector" and doc["hits"][0]["matched_via"] == "vector"
+    assert -1.0 <= doc["hits"][0]["vector"] <= 1.0
+
+    both = _search(cli, "argo cd deploys")["hits"][0]
+    assert "Argo" in both["snippet"] and both["lane"] == "both"  # receipt: found by both lanes
+
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        assert db.execute("SELECT count(*) FROM vectors WHERE model = 'wordllama'").fetchone()[0] == 3
+    finally:
+        db.close()
+    assert cli("add", "Retry webhooks with exponential backoff.").rc == 0  # incremental: one more vector
+    explained = cli("search", "cat nap couch", "--explain")
+    assert "lanes: bm25, vector:wordllama" in explained.out and "lane=vector" in explained.out
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 4
+    finally:
+        db.close()
+    assert cli("reindex").rc == 0  # vectors are keyed by text: a rebuild keeps them
+    assert _search(cli, "--no-embeddings", "cat nap couch") == {"query": "cat nap couch", "hits": [], "lanes": ["bm25"]}
+    assert _search(cli, "cat nap couch")["hits"][0]["lane"] == "vector"
+
+
+def test_e5_offline_is_one_clear_line(cli: Any, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPEN_MEMEX_MODELS_URL", "http://127.0.0.1:9/")  # nothing listens: as offline
+    assert cli("add", "Deploys need a manual sync.").rc == 0
+    assert cli("config", "set", "embeddings", "multilingual-e5-small").rc == 0
+    result = cli("search", "deploys")
+    assert result.rc == 1 and result.out == ""
+    assert "cannot download the embeddings model multilingual-e5-small" in result.err
+    assert "config set embeddings wordllama" in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    models = data_root / "models" / "multilingual-e5-small"
+    assert not any(p.name.endswith(".part") for p in models.iterdir())  # no half file left behind
+    assert cli("search", "deploys", "--no-embeddings").rc == 0  # BM25 still answers
+
+
+def test_lane_off_by_default_and_search_does_not_load_models(cli: Any) -> None:
+    assert cli("add", "Deploys need a manual sync.").rc == 0
+    assert _search(cli, "deploys")["lanes"] == ["bm25"]
+    assert "onnxruntime" not in sys.modules
+    off = cli("search", "deploys", "--embeddings")
+    assert off.rc == 2 and "config set embeddings" in off.err
