@@ -1,0 +1,215 @@
+"""``check`` (issue 9, item 5) on the memory-PR repositories of ``fixtures/repos/``: a clean
+PR passes, each violation class fails with its own check name and fix, and the ``github``
+format prints valid workflow annotations. The review and chain rules are also pinned one by
+one on small in-memory inputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from openmemex.check import CheckInput, Entry, chain_problems, check_memory_pr, review_problems
+from openmemex.memfile import parse_memory
+from tests.conftest import git
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fixtures() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("memory_prs", ROOT / "fixtures" / "repos" / "memory_prs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+prs = _fixtures()
+
+
+@pytest.fixture
+def pr_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    """``pr_repo("scenario")`` builds that memory-PR repository and makes it the cwd."""
+
+    def build(scenario: str) -> Path:
+        repo = prs.build(scenario, tmp_path / scenario)
+        monkeypatch.chdir(repo)
+        return Path(repo)
+
+    return build
+
+
+def test_a_clean_memory_pr_passes(cli: object, pr_repo: object) -> None:
+    pr_repo("clean")  # type: ignore[operator]
+    result = cli("check", "--base", "main")  # type: ignore[operator]
+    assert (result.rc, result.out) == (0, "")
+    assert re.fullmatch(r"open-memex: check passed: 4 memory files changed since [0-9a-f]{12}\n", result.err)
+    assert cli("check").rc == 0  # type: ignore[operator]  (every memory file in HEAD)
+
+
+# One test per violation class: the check that must fire and words its line must carry.
+VIOLATIONS = {
+    "schema": ("schema", 8, "field 'type' must be one of", "fix the frontmatter"),
+    "id-filename": ("id-filename", 2, f"id {prs.NEW2} does not match the file name {prs.NEW}.md", f"name the file {prs.NEW2}.md"),
+    "personal-in-repo": ("personal-in-repo", 4, "a personal memory is inside the repository", "git rm --cached"),
+    "private-in-repo": ("private-in-repo", 6, "visibility: private is inside the repository", "visibility: internal"),
+    "secret": ("secret", 31, "possible secret (github-pat) at column 38: ghp_xxxx", "rotate it"),
+    "review-jump": ("review-transition", 18, "review_state is published but review_history records no step to published", "open-memex promote"),
+    "review-unrecorded": ("review-transition", 18, "review_state is approved but review_history records no step to approved", "open-memex promote"),
+    "review-history-rewritten": ("review-history", 23, "entry 1 of the base version is missing or changed", "only append after them"),
+    "chain-one-sided": ("supersede-chain", 16, f"says supersedes: {prs.REPLACED}, but .ai/open-memex/{prs.REPLACED}.md says superseded_by: nothing",
+                        f"superseded_by: {prs.NEW}"),
+    "chain-missing-target": ("supersede-chain", 16, "supersedes: 01J0000000000000000000GN01 is not in the repository", "or clear supersedes"),
+    "chain-two-replacements": ("supersede-chain", 16, f"{prs.REPLACED} is replaced twice (by {prs.NEW} and {prs.NEW2})", "keep one replacement"),
+    "duplicate-id": ("duplicate-id", 2, f"id {prs.PUBLISHED} is also in .ai/open-memex/{prs.PUBLISHED}.md", "keep one copy"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("scenario", sorted(VIOLATIONS))
+def test_each_violation_class_is_caught(cli: object, pr_repo: object, scenario: str) -> None:
+    check_name, line, message, fix = VIOLATIONS[scenario]
+    pr_repo(scenario)  # type: ignore[operator]
+    result = cli("check", "--base", "main")  # type: ignore[operator]
+    assert result.rc == 1
+    ours = [row for row in result.out.splitlines() if f": {check_name}: " in row]
+    assert ours, result.out
+    assert any(f":{line}: {check_name}: " in row and message in row and " — " in row and fix in row.split(message, 1)[1] for row in ours), ours
+    assert "open-memex: check failed:" in result.err
+    assert "ghp_" not in result.out or "ghp_xxxxxxxxxxxx" in result.out  # a secret is shown masked only
+
+
+def test_github_format_prints_valid_annotations(cli: object, pr_repo: object) -> None:
+    pr_repo("chain-two-replacements")  # type: ignore[operator]
+    result = cli("check", "--base", "main", "--format", "github")  # type: ignore[operator]
+    lines = result.out.splitlines()
+    assert result.rc == 1 and len(lines) == 3 and result.err == ""
+    pattern = re.compile(r"^::error file=\.ai/open-memex/01J[0-9A-Z]{23}\.md,line=\d+,title=open-memex check%3A supersede-chain::[^\n]+ — [^\n]+$")
+    assert all(pattern.match(line) for line in lines), lines
+
+
+def test_json_format(cli: object, pr_repo: object) -> None:
+    pr_repo("secret")  # type: ignore[operator]
+    doc = json.loads(cli("check", "--base", "main", "--format", "json").out)  # type: ignore[operator]
+    assert (doc["ok"], doc["mode"], doc["counts"]) == (False, "base", {"secret": 1})
+    assert doc["checked"] == [f".ai/open-memex/{prs.NEW}.md"] and re.fullmatch(r"[0-9a-f]{40}", doc["base"])
+    assert set(doc["problems"][0]) == {"path", "line", "check", "message", "fix"}
+
+
+def test_only_the_changed_files_are_judged(cli: object, pr_repo: object) -> None:
+    """A broken memory already on main is not this PR's problem; ``check`` without --base
+    (every memory file in HEAD) does report it."""
+    repo = pr_repo("clean")  # type: ignore[operator]
+    git("switch", "-q", "main", cwd=repo)
+    (repo / ".ai/open-memex/broken.md").write_text("---\nid: [\n---\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "broken on main", cwd=repo)
+    git("switch", "-q", "-c", "other-pr", cwd=repo)
+    (repo / ".ai/open-memex" / f"{prs.NEW}.md").write_text(prs.memory(prs.NEW, "A fine note.", state="proposed", history=prs.SUBMIT))
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "a fine note", cwd=repo)
+    assert cli("check", "--base", "main").rc == 0  # type: ignore[operator]
+    everything = cli("check")  # type: ignore[operator]
+    assert everything.rc == 1 and ".ai/open-memex/broken.md:" in everything.out and ": schema: invalid YAML" in everything.out
+
+
+def test_paths_are_checked_on_disk_against_head(cli: object, pr_repo: object) -> None:
+    """What the pre-commit hook does: the files as they will be committed, HEAD as the base."""
+    repo = pr_repo("clean")  # type: ignore[operator]
+    path = f".ai/open-memex/{prs.PUBLISHED}.md"
+    assert cli("check", path).rc == 0  # type: ignore[operator]
+    (repo / path).write_text(prs.memory(prs.PUBLISHED, "Money is stored in minor units (cents).", history=prs.REVIEWED[2:]))
+    result = cli("check", path)  # type: ignore[operator]
+    assert result.rc == 1 and f"{path}:23: review-history: review_history was rewritten" in result.out
+    assert "(1 memory file given)" in result.err
+    skipped = cli("check", ".ai/open-memex/../../README.md", "--format", "json")  # type: ignore[operator]
+    assert json.loads(skipped.out)["checked"] == ["README.md"]  # named explicitly: judged as a memory file
+
+
+def test_deleting_a_memory_that_others_point_at_breaks_the_chain(cli: object, pr_repo: object) -> None:
+    repo = pr_repo("clean")  # type: ignore[operator]
+    git("rm", "-q", f".ai/open-memex/{prs.NEW2}.md", cwd=repo)
+    git("commit", "-q", "-m", "drop the replacement", cwd=repo)
+    result = cli("check", "--base", "main")  # type: ignore[operator]
+    assert result.rc == 1
+    assert f"superseded_by: {prs.NEW2} is not in the repository" in result.out
+
+
+def test_usage_errors(cli: object, pr_repo: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr_repo("clean")  # type: ignore[operator]
+    unknown = cli("check", "--base", "origin/nope")  # type: ignore[operator]
+    assert unknown.rc == 2
+    assert unknown.err == ("open-memex: error: unknown --base 'origin/nope': no such commit here — in GitHub Actions "
+                           "check out with `fetch-depth: 0`; elsewhere `git fetch origin <branch>`\n")  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    outside = cli("check")  # type: ignore[operator]
+    assert outside.rc == 2 and "is not inside a git repository — run check in a clone, or name the memory files" in outside.err
+
+
+def test_git_memex_check_runs_as_a_process(pr_repo: object) -> None:
+    repo = pr_repo("review-jump")  # type: ignore[operator]
+    proc = subprocess.run([sys.executable, "-c", "from openmemex.cli.entry import git_main; git_main()", "check", "--base", "main"],
+                          cwd=repo, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 1 and ": review-transition: " in proc.stdout
+
+
+# -- the rules, one by one -----------------------------------------------------------------------
+def parsed(**kwargs: object) -> object:
+    return parse_memory(prs.memory(prs.NEW, "text", **kwargs).encode())
+
+
+@pytest.mark.parametrize(("state", "history"), [
+    ("proposed", []),  # supersede: the replacement re-enters review with no entry yet (D64)
+    ("approved", [(None, "draft", "alice"), ("draft", "approved", "alice")]),  # propose --local-approve
+    ("approved", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("approved", "approved", "a")]),  # submit of an approved draft
+    ("proposed", [("draft", "proposed", "a"), ("proposed", "rejected", "b"), ("rejected", "proposed", "a")]),  # resubmitted
+    ("published", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("approved", "published", "b")]),  # pr-status --apply
+])  # fmt: skip
+def test_legal_review_histories_pass(state: str, history: list[tuple[str | None, str, str]]) -> None:
+    memory = parsed(state=state, history=history)
+    assert review_problems("m.md", "", memory, None) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("state", "history", "words"), [
+    ("published", [("draft", "published", "a")], "records draft → published, which skips the review ladder"),
+    ("published", [("draft", "proposed", "a"), ("proposed", "published", "b")], "records proposed → published"),
+    ("approved", [("draft", "proposed", "a")], "review_state is approved but review_history records no step to approved"),
+    ("proposed", [("draft", "proposed", "a"), ("proposed", "rejected", "b")], "the last review_history entry records → rejected"),
+    ("proposed", [(None, "approved", "a"), ("approved", "proposed", "a")], "records nothing → approved"),
+])  # fmt: skip
+def test_illegal_review_histories_fail(state: str, history: list[tuple[str | None, str, str]], words: str) -> None:
+    memory = parsed(state=state, history=history)
+    problems = review_problems("m.md", "", memory, None)  # type: ignore[arg-type]
+    assert any(words in p.message for p in problems), [p.message for p in problems]
+
+
+def test_history_append_only_against_the_base() -> None:
+    base = parsed(state="proposed", history=[("draft", "proposed", "a")])
+    appended = parsed(state="approved", history=[("draft", "proposed", "a"), ("proposed", "approved", "b")])
+    assert review_problems("m.md", "", appended, base) == []  # type: ignore[arg-type]
+    reworded = parsed(state="approved", history=[("draft", "proposed", "someone else"), ("proposed", "approved", "b")])
+    (problem,) = review_problems("m.md", "", reworded, base)  # type: ignore[arg-type]
+    assert problem.check == "review-history" and "entry 1 of the base version is missing or changed" in problem.message
+
+
+def test_chain_loops_and_self_pointers() -> None:
+    a, b = "01J0000000000000000000AAA1", "01J0000000000000000000BBB1"
+    heads = {
+        "a.md": Entry("a.md", "", a, supersedes=b, superseded_by=b, status="superseded"),
+        "b.md": Entry("b.md", "", b, supersedes=a, superseded_by=a, status="superseded"),
+        "c.md": Entry("c.md", "", "01J0000000000000000000CCC1", supersedes="01J0000000000000000000CCC1"),
+    }
+    messages = [p.message for p in chain_problems(heads, {a, "01J0000000000000000000CCC1"})]
+    assert f"supersede chain loops: {a} → {b}" in messages
+    assert "01J0000000000000000000CCC1 names itself in supersedes" in messages
+
+
+def test_superseded_without_a_successor() -> None:
+    text = prs.memory(prs.REPLACED, "old", status="superseded").encode()
+    problems = check_memory_pr(CheckInput([(f".ai/open-memex/{prs.REPLACED}.md", text)]))
+    assert [p.message for p in problems] == [f"{prs.REPLACED} has status superseded but no superseded_by"]

@@ -1,0 +1,123 @@
+"""The pre-commit hooks (issue 9, item 4) under the real ``pre-commit`` framework.
+
+``pre-commit try-repo <this repository> --all-files`` runs ``.pre-commit-hooks.yaml`` exactly
+as a user's ``.pre-commit-config.yaml`` would: it clones the repository, pip-installs it
+into a fresh virtualenv (``language: python``) and runs the hooks on a temporary git
+repository built by ``fixtures/repos/memory_prs.py``. That install needs PyPI, which is
+reachable on the development machines and in CI — the one network use of the suite besides
+loopback.
+
+try-repo makes a new store for every call (``Store(tempdir)`` in
+``pre_commit/commands/try_repo.py``), so each call installs open-memex once (≈ 20 s with
+warm wheels): two calls cover both hooks failing and both passing. ``PRE_COMMIT_HOME``,
+pip's cache and virtualenv's app data point at one folder per test session (conftest's, removed
+at exit), so the second install reuses the first one's downloads and nothing lands in a real
+home directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _SESSION_DIR, git
+from tests.test_check import prs
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "openmemex")
+
+
+@pytest.fixture(scope="session")
+def hooks_repo() -> Iterator[tuple[Path, dict[str, str]]]:
+    """This repository as pre-commit sees it — the files pip needs plus the manifest, as on
+    disk now (uncommitted edits included), committed into a throw-away repository — and the
+    environment for the framework."""
+    base = Path(tempfile.mkdtemp(prefix="pre-commit-", dir=_SESSION_DIR))  # removed with the session
+    repo = base / "open-memex"
+    repo.mkdir()
+    for name in SHIPPED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(source, repo / name)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "snapshot for pre-commit try-repo", cwd=repo)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(base / "pre-commit"), "PIP_CACHE_DIR": str(base / "pip-cache"),
+           "VIRTUALENV_OVERRIDE_APP_DATA": str(base / "virtualenv"), "PRE_COMMIT_COLOR": "never"}  # fmt: skip
+    yield repo, env
+
+
+def try_repo(hooks: tuple[Path, dict[str, str]], cwd: Path, *hook_ids: str) -> subprocess.CompletedProcess[str]:
+    repo, env = hooks
+    env = {**env, "HOME": os.environ["HOME"], "OPEN_MEMEX_HOME": os.environ["OPEN_MEMEX_HOME"]}
+    return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(repo), *hook_ids, "--all-files"],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def sections(output: str) -> dict[str, str]:
+    """Each hook's block of pre-commit's report, by hook id."""
+    out: dict[str, str] = {}
+    for block in output.split("- hook id: ")[1:]:
+        hook_id, _, rest = block.partition("\n")
+        out[hook_id.strip()] = rest
+    return out
+
+
+def test_manifest_and_our_own_config_load_with_pre_commits_schema() -> None:
+    from pre_commit.clientlib import load_config, load_manifest
+
+    hooks = {hook["id"]: hook for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    assert set(hooks) == {"open-memex-secrets", "open-memex-check"}
+    for hook in hooks.values():
+        assert hook["language"] == "python" and hook["pass_filenames"] and not hook["require_serial"]
+        assert hook["stages"] == ["pre-commit", "manual"]
+    assert hooks["open-memex-secrets"]["entry"] == "open-memex scan"
+    assert hooks["open-memex-check"]["entry"] == "open-memex check"
+    config = load_config(str(ROOT / ".pre-commit-config.yaml"))
+    local = {hook["id"]: hook for hook in config["repos"][0]["hooks"]}
+    assert config["repos"][0]["repo"] == "local" and set(local) == set(hooks)
+
+
+def test_our_own_hook_passes_on_our_docs() -> None:
+    proc = subprocess.run([sys.executable, "-m", "openmemex", "scan", "README.md", "docs", ".pre-commit-hooks.yaml"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_try_repo_fails_on_a_leaked_token_and_an_invalid_memory_file(hooks_repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    repo = prs.build("secret", tmp_path / "team")
+    broken = repo / ".ai" / "open-memex" / f"{prs.NEW2}.md"
+    broken.write_text(prs.memory(prs.NEW2, "Prefer small PRs.", state="published", history=[], type="opinion"))
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "an invalid memory", cwd=repo)
+    proc = try_repo(hooks_repo, repo)
+    report = sections(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "open-memex secret scan" in proc.stdout and "open-memex memory check" in proc.stdout
+    secrets, check = report["open-memex-secrets"], report["open-memex-check"]
+    leaked = f".ai/open-memex/{prs.NEW}.md:31:38 github-pat ghp_{'x' * 36}"
+    assert "- exit code: 1" in secrets and leaked in secrets  # file, line (and column), rule; the value masked
+    assert "- exit code: 1" in check
+    assert f".ai/open-memex/{prs.NEW2}.md:8: schema: field 'type' must be one of" in check
+    assert f".ai/open-memex/{prs.NEW}.md:31: secret: possible secret (github-pat)" in check
+    assert prs.fake_token() not in proc.stdout + proc.stderr
+
+
+def test_try_repo_passes_on_a_clean_repository(hooks_repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    repo = prs.build("clean", tmp_path / "team")
+    (repo / "notes.txt").write_text("not in the memory folder: not the hooks' business\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "notes", cwd=repo)
+    proc = try_repo(hooks_repo, repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "open-memex secret scan" in proc.stdout and "open-memex memory check" in proc.stdout
+    assert proc.stdout.count("Passed") == 2

@@ -1,0 +1,280 @@
+"""``scan`` (issue 9, item 3): formats and exit codes, folders, memory files, the fast path
+that skips the CLI framework, and ``--staged`` inside real ``git commit`` runs (``-a`` and
+``-- path``) with a native ``.git/hooks/pre-commit``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openmemex.cli import shared
+from openmemex.cli.entry import _hook
+from tests.conftest import Result, git
+
+ROOT = Path(__file__).resolve().parent.parent
+ULID = "01J0000000000000000000PB01"
+
+
+def token(seed: int = 1) -> str:
+    """A GitHub token shape (``ghp_`` + 36 alphanumerics), random: never a real credential."""
+    rng = random.Random(seed)
+    return "ghp_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+
+
+def console() -> list[str]:
+    """The installed ``open-memex`` script (what a hook runs), else ``python -m openmemex``."""
+    script = Path(sys.executable).parent / "open-memex"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "openmemex"]
+
+
+def run(*args: str, cwd: Path) -> Result:
+    proc = subprocess.run([*console(), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def memory_text(body: str, mid: str = ULID) -> str:
+    """A memory file whose generated fields (fresh ULIDs, times) look random enough to tempt a scanner."""
+    from openmemex.ids import new_ulid
+
+    return (f"---\nid: {mid}\nschema_version: 2\nscope: project\nscope_key: project__widgets__3f9a0c1d2e4b\n"
+            f"type: fact\nstatus: active\ncreated_at: \"2026-01-05T10:00:00Z\"\nupdated_at: \"2026-01-05T10:00:00Z\"\n"
+            f"supersedes: {new_ulid()}\nderived_from: {new_ulid()}\nreview_state: proposed\nreview_history:\n"
+            f"  - at: \"2026-01-05T10:00:00Z\"\n    by: alice\n    from: draft\n    to: proposed\n---\n\n{body}\n")  # fmt: skip
+
+
+@pytest.fixture
+def leaky(tmp_path: Path) -> Path:
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "clean.md").write_text("nothing to see\n")
+    (folder / "app.env").write_text(f"# settings\nDEBUG=1\nGITHUB_TOKEN={token()}\n")
+    return folder
+
+
+def test_text_lines_name_path_line_col_rule_and_mask_the_value(cli: object, leaky: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(leaky)
+    result = cli("scan", "app.env", "clean.md")  # type: ignore[operator]
+    assert result.rc == 1
+    assert result.out == f"app.env:3:14 github-pat {token()[:4]}{'x' * 36}\n"
+    assert token() not in result.out + result.err
+    assert "1 possible secret in 1 of 2 files" in result.err
+
+
+def test_clean_files_exit_0(cli: object, leaky: Path) -> None:
+    result = cli("scan", str(leaky / "clean.md"))  # type: ignore[operator]
+    assert (result.rc, result.out) == (0, "")
+    assert "no secrets in 1 file" in result.err
+
+
+def test_json_format(cli: object, leaky: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(leaky)
+    result = cli("scan", ".", "--format", "json")  # type: ignore[operator]
+    doc = json.loads(result.out)
+    assert result.rc == 1
+    assert doc["findings"] == [{"path": "app.env", "line": 3, "col": 14, "rule": "github-pat", "masked": token()[:4] + "x" * 36}]
+    assert (doc["files"], doc["skipped"], doc["unreadable"]) == (2, [], [])
+
+
+GITHUB_LINE = re.compile(r"^::error file=[^,:\n]+,line=\d+,col=\d+,title=[^:\n]+::[^\n]+$")
+
+
+def test_github_format_is_a_valid_workflow_command(cli: object, leaky: Path) -> None:
+    (leaky / "a,b:c%.txt").write_text(f"token = {token(2)}\n")
+    result = cli("scan", str(leaky), "--format", "github")  # type: ignore[operator]
+    lines = result.out.splitlines()
+    assert result.rc == 1 and len(lines) == 2
+    assert all(GITHUB_LINE.match(line) for line in lines), lines
+    assert "file=" + str(leaky / "a%2Cb%3Ac%25.txt") in lines[0]  # property values escaped as the runner expects
+    assert ",line=3,col=14,title=open-memex%3A possible secret (github-pat)::ghp_xxx" in lines[1]
+
+
+def test_sarif_format_is_a_minimal_valid_2_1_0_log(cli: object, leaky: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(leaky)
+    result = cli("scan", "--format", "sarif", "app.env")  # type: ignore[operator]
+    log = json.loads(result.out)
+    assert result.rc == 1
+    check_sarif(log)
+    (hit,) = log["runs"][0]["results"]
+    assert hit["ruleId"] == "github-pat" and hit["level"] == "error"
+    assert hit["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "app.env"}, "region": {"startLine": 3, "startColumn": 14}}
+    assert token() not in result.out
+
+
+def check_sarif(log: dict[str, object]) -> None:
+    """The SARIF 2.1.0 schema's rules for the objects we emit (required fields, enums, ranges
+    and ``additionalProperties: false``); checked once against the full OASIS schema too."""
+    assert set(log) <= {"$schema", "version", "runs", "inlineExternalProperties", "properties"}
+    assert log["version"] == "2.1.0" and isinstance(log["runs"], list)
+    for run_ in log["runs"]:  # type: ignore[attr-defined]
+        assert set(run_) <= {"tool", "results", "columnKind", "invocations", "artifacts", "properties"}
+        assert run_["columnKind"] in ("utf16CodeUnits", "unicodeCodePoints")
+        driver = run_["tool"]["driver"]
+        assert set(driver) <= {"name", "version", "semanticVersion", "rules", "informationUri"} and driver["name"]
+        ids = [rule["id"] for rule in driver["rules"]]
+        assert len(ids) == len(set(ids))
+        for rule in driver["rules"]:
+            assert set(rule) <= {"id", "name", "shortDescription", "fullDescription", "help"} and rule["shortDescription"]["text"]
+        for result in run_["results"]:
+            assert set(result) <= {"ruleId", "ruleIndex", "level", "message", "locations"}
+            assert result["level"] in ("none", "note", "warning", "error") and result["message"]["text"]
+            assert ids[result["ruleIndex"]] == result["ruleId"]
+            for location in result["locations"]:
+                physical = location["physicalLocation"]
+                assert set(physical) == {"artifactLocation", "region"} and physical["artifactLocation"]["uri"]
+                assert physical["region"]["startLine"] >= 1 and physical["region"]["startColumn"] >= 1
+
+
+@pytest.mark.parametrize(("argv", "code", "message"), [
+    (["scan", "--format", "xml", "x"], 2, "open-memex: error: unknown --format 'xml' — use one of: text, json, github, sarif"),
+    (["scan", "missing.txt"], 2, "open-memex: error: no such file or folder: missing.txt — check the path"),
+    (["scan", "--bogus"], 2, "open-memex: error: unknown option: --bogus — see `open-memex scan --help`"),
+    (["check", "--format", "sarif"], 2, "open-memex: error: unknown --format 'sarif' — use one of: text, json, github"),
+])  # fmt: skip
+def test_usage_errors_exit_2_with_one_line(cli: object, argv: list[str], code: int, message: str) -> None:
+    result = cli(*argv)  # type: ignore[operator]
+    assert (result.rc, result.err.strip()) == (code, message)
+
+
+def test_folders_recurse_and_skip_git_binary_and_large_files(cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "tree"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text(f"token = {token(3)}\n")
+    (root / "sub" / "deeper" / "notes.md").write_text(f"the token is {token(4)}\n")
+    (root / "blob.bin").write_bytes(b"\x00\x01" + f"token = {token(5)}".encode())
+    (root / "big.json").write_text(f'{{"token": "{token(6)}"}}' + " " * (5 * 1024 * 1024))
+    os.symlink(root / "sub", root / "loop")
+    monkeypatch.chdir(root)
+    result = cli("scan", ".", "--format", "json")  # type: ignore[operator]
+    doc = json.loads(result.out)
+    assert [f["path"] for f in doc["findings"]] == ["sub/deeper/notes.md"]
+    assert doc["skipped"] == [{"path": "big.json", "reason": "larger than 5 MB (5.2 MB)"}, {"path": "blob.bin", "reason": "binary"}]
+    assert "open-memex: note: skipped big.json (larger than 5 MB (5.2 MB))" in result.err
+
+
+def test_memory_files_never_report_generated_ids_and_times(cli: object, git_repo: Path) -> None:
+    folder = git_repo / ".ai" / "open-memex"
+    folder.mkdir(parents=True)
+    for _ in range(50):
+        (folder / f"{ULID}.md").write_text(memory_text("Retries use exponential backoff."))
+        assert cli("scan").rc == 0  # type: ignore[operator]  (no path: the repository's memory folder)
+    (folder / f"{ULID}.md").write_text(memory_text(f"CI token: {token(7)}"))
+    result = cli("scan", "--format", "json")  # type: ignore[operator]
+    assert [(f["path"], f["line"], f["rule"]) for f in json.loads(result.out)["findings"]] == [
+        (f".ai/open-memex/{ULID}.md", 20, "github-pat")
+    ]
+
+
+def test_no_path_outside_a_repository_names_the_way(cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("scan")  # type: ignore[operator]
+    assert result.rc == 2
+    assert "is not inside a git repository — pass the files or folders to scan: open-memex scan PATH…" in result.err
+
+
+def test_the_fast_path_prints_exactly_what_the_full_cli_prints(cli: object, leaky: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.chdir(leaky)
+    for argv in (["scan", "app.env"], ["scan", "--format=json", "--", "app.env", "clean.md"], ["scan", "clean.md"],
+                 ["scan", "--format", "github", "."], ["scan", "--format", "xml"], ["scan", "nope"]):  # fmt: skip
+        full = cli(*argv)  # type: ignore[operator]
+        capsys.readouterr()
+        code = shared.fast(argv)
+        fast = capsys.readouterr()
+        assert (code, fast.out, fast.err) == (full.rc, full.out, full.err), argv
+
+
+@pytest.mark.parametrize("argv", [["scan", "--help"], ["scan", "-h"], ["scan", "--staged", "--staged"], ["scan", "--bogus"],
+                                  ["scan", "--format"], ["scan", "-"], ["check", "--staged"], ["check", "--base"],
+                                  ["scan", "bad\udcffname"], ["hook"]])  # fmt: skip
+def test_anything_unusual_goes_to_the_full_cli(argv: list[str]) -> None:
+    assert _hook(argv) is None
+
+
+def test_a_hook_run_loads_neither_cyclopts_nor_rich_nor_pygit2(leaky: Path) -> None:
+    script = ("import sys\nfrom openmemex.cli.entry import _hook\nrc = _hook(['scan', 'app.env', 'clean.md'])\n"
+              "print('LOADED', sorted(m for m in ('cyclopts', 'rich', 'pygit2', 'yaml', 'frontmatter') if m in sys.modules))\n"
+              "sys.exit(rc)\n")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", script], cwd=leaky, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "LOADED []" in proc.stdout
+
+
+# -- --staged under real git commits -------------------------------------------------------------
+def install_hook(repo: Path) -> None:
+    """A native pre-commit hook, as a user would write it (no pre-commit framework)."""
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    command = " ".join(f"'{part}'" for part in console())
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\nexec {command} scan --staged\n")
+    (hooks / "pre-commit").chmod(0o755)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def commit(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "commit", *args], cwd=repo, capture_output=True, text=True, timeout=60)
+
+
+def test_commit_a_with_a_leaked_token_is_refused_and_the_index_is_untouched(git_repo: Path) -> None:
+    install_hook(git_repo)
+    (git_repo / "settings.py").write_text("DEBUG = True\n")
+    git("add", "settings.py", cwd=git_repo)
+    git("commit", "-q", "-m", "settings", cwd=git_repo)
+    head, index = git("rev-parse", "HEAD", cwd=git_repo), digest(git_repo / ".git" / "index")
+    (git_repo / "settings.py").write_text(f"DEBUG = True\nGITHUB_TOKEN = '{token(8)}'\n")
+    proc = commit(git_repo, "-a", "-m", "leak")  # git points GIT_INDEX_FILE at index.lock for -a
+    assert proc.returncode == 1
+    assert f"settings.py:2:17 github-pat {token(8)[:4]}" in proc.stderr  # git shows a hook's stdout on its stderr
+    assert token(8) not in proc.stdout + proc.stderr
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head
+    assert digest(git_repo / ".git" / "index") == index
+    assert git("status", "--porcelain", cwd=git_repo) == " M settings.py\n"
+    (git_repo / "settings.py").write_text("DEBUG = True\nGITHUB_TOKEN = os.environ['GITHUB_TOKEN']\n")
+    assert commit(git_repo, "-a", "-q", "-m", "from the environment").returncode == 0
+
+
+def test_commit_of_named_paths_scans_only_what_is_committed(git_repo: Path) -> None:
+    install_hook(git_repo)
+    (git_repo / "leak.env").write_text(f"API_TOKEN={token(9)}\n")
+    git("add", "leak.env", cwd=git_repo)  # staged, but not part of the next commit
+    (git_repo / "README.md").write_text("hello again\n")
+    index = digest(git_repo / ".git" / "index")
+    ok = commit(git_repo, "-q", "-m", "readme only", "--", "README.md")  # a temporary index: HEAD + README.md
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "no secrets in 1 staged file" in ok.stderr
+    refused = commit(git_repo, "-m", "the leak", "--", "leak.env")
+    assert refused.returncode == 1
+    assert "leak.env:1:11 github-pat" in refused.stderr
+    assert git("ls-files", "--stage", "leak.env", cwd=git_repo) != ""  # still staged, still uncommitted
+    assert "leak.env" not in git("show", "--name-only", "HEAD", cwd=git_repo)
+    assert digest(git_repo / ".git" / "index") != index  # git itself refreshed README.md's entry…
+    before = digest(git_repo / ".git" / "index")
+    assert run("scan", "--staged", cwd=git_repo).rc == 1
+    assert digest(git_repo / ".git" / "index") == before  # …scan never writes it
+
+
+def test_staged_paths_narrow_the_scan_and_the_first_commit_works(git_repo: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git("init", "-q", "-b", "main", cwd=fresh)
+    (fresh / "docs").mkdir()
+    (fresh / "docs" / "a.md").write_text(f"token: {token(10)}\n")
+    (fresh / "b.md").write_text("fine\n")
+    git("add", "-A", cwd=fresh)
+    assert run("scan", "--staged", cwd=fresh).out.startswith("docs/a.md:1:8 github-pat")  # HEAD unborn: the whole index
+    assert run("scan", "--staged", "b.md", cwd=fresh).rc == 0
+    assert run("scan", "--staged", "docs", cwd=fresh).rc == 1
+    result = run("scan", "--staged", "/", cwd=fresh)
+    assert result.rc == 2 and "is outside the repository" in result.err
