@@ -2,7 +2,7 @@
 
 A memory that says "deploy" is also found by "ship", "release" or 部署: when any member of
 a group occurs in a memory's text or tags, the group's other members are stored beside it
-in the index (``expansions`` column, weighted below aliases), at most 32 per memory, never
+in the index (``expansions`` and ``cjk_expansions`` columns, weighted below aliases), at most 32 per memory, never
 repeating what the text or the user's aliases already say. The work is done once, at
 index time, so search pays nothing; a hit found through this column is attributed
 ``(synonym: …)``. Users add groups with the ``searchExpansions`` config key; the index
@@ -193,12 +193,15 @@ class Expander:
         return out
 
 
-def index_text(variants: Iterable[str]) -> str:
-    """The ``expansions`` column: members comma-separated; a CJK member is followed by its
-    character grams, so the bigram queries of design §7 reach it."""
+def index_text(variants: Iterable[str], cjk: bool = False) -> str:
+    """The ``expansions`` column (Latin variants, comma-separated) or, with ``cjk``, the
+    ``cjk_expansions`` column (each Chinese variant followed by its character grams, so the
+    bigram queries of design §7 reach it). Apart, so a memory with many Chinese variants
+    does not dilute its Latin ones through bm25's length normalisation."""
     parts = []
     for member in variants:
-        parts.append(f"{member} {cjk_index_text(member)}" if CJK_RUN.search(member) else member)
+        if bool(CJK_RUN.search(member)) == cjk:
+            parts.append(f"{member} {cjk_index_text(member)}" if cjk else member)
     return ", ".join(parts)
 
 
@@ -272,8 +275,9 @@ def attach(conn: sqlite3.Connection, expander: Expander) -> int:
         updates = []
         for rowid, content, tags, aliases in rows:
             text = " ".join([content, *split_tags(tags)])
-            updates.append((index_text(expander.variants(text, split_tags(aliases))), rowid))
-        conn.executemany("UPDATE memories SET expansions = ? WHERE rowid = ?", updates)
+            variants = expander.variants(text, split_tags(aliases))
+            updates.append((index_text(variants), index_text(variants, cjk=True), rowid))
+        conn.executemany("UPDATE memories SET expansions = ?, cjk_expansions = ? WHERE rowid = ?", updates)
         conn.execute(
             "INSERT INTO index_info(key, value) VALUES ('expansions', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

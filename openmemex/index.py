@@ -25,7 +25,7 @@ from .ids import parse_time
 from .model import Memory
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 7  # 7: D80 expansions column (D83), D81 alias/target; 6: index_info (epoch), dir+status index
+SCHEMA_VERSION = 8  # 8: D80 expansions (D83), their CJK grams apart, D81 alias/target; 6: index_info (epoch)
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
@@ -52,6 +52,7 @@ CREATE TABLE memories(
   tags TEXT NOT NULL,
   aliases TEXT NOT NULL,
   expansions TEXT NOT NULL DEFAULT '',
+  cjk_expansions TEXT NOT NULL DEFAULT '',
   alias TEXT NOT NULL DEFAULT '',
   target TEXT NOT NULL DEFAULT '',
   content TEXT NOT NULL,
@@ -70,23 +71,23 @@ CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT
 CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
 CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target <> '';
 CREATE VIRTUAL TABLE memories_fts USING fts5(
-  content, tags, aliases, expansions, type, cjk,
+  content, tags, aliases, expansions, type, cjk, cjk_expansions,
   content='memories', content_rowid='rowid',
   tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk)
-  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk);
+  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
+  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk, new.cjk_expansions);
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk)
-  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk);
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
+  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk, old.cjk_expansions);
 END;
 CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk)
-  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk);
-  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk)
-  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk);
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
+  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk, old.cjk_expansions);
+  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
+  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk, new.cjk_expansions);
 END;
 CREATE TABLE quarantine(
   file_path TEXT PRIMARY KEY,
@@ -124,7 +125,7 @@ KEPT_TABLES = ("vectors",)
 UPSERT_COLUMNS = (
     "id", "dir", "location", "file_path", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
-    "source", "tags", "aliases", "expansions", "alias", "target", "content", "cjk", "content_hash", "supersedes",
+    "source", "tags", "aliases", "expansions", "cjk_expansions", "alias", "target", "content", "cjk", "content_hash", "supersedes",
     "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
 UPSERT_SQL = (
@@ -396,6 +397,7 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
         "tags": ", ".join(memory.tags),
         "aliases": ", ".join([*memory.aliases, *pair]),
         "expansions": expansions.index_text(variants),
+        "cjk_expansions": expansions.index_text(variants, cjk=True),
         "alias": (memory.alias or "").strip() if memory.target else "",
         "target": (memory.target or "").strip() if memory.alias else "",
         "content": searchable,

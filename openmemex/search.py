@@ -21,7 +21,7 @@ MAX_LIMIT = 50
 # bm25 column weights: content, tags, aliases, expansions, type, cjk. Tags and aliases are
 # deliberate retrieval hints (D39, D61), so a hit there counts for more than one in prose;
 # derived expansions count for less than the words the memory itself uses (D83).
-WEIGHTS = (1.0, 2.0, 1.5, 0.75, 0.5, 1.0)
+WEIGHTS = (1.0, 2.0, 1.5, 0.75, 0.5, 1.0, 0.75)  # … and cjk_expansions
 IMPORTANCE_FACTOR = {"high": 1.25, "normal": 1.0, "low": 0.8}
 # D30 as a preference, never a wall (issue 10): the final score is the relevance (each
 # round's bm25 normalised to its best) times the tier's prior, so reviewed knowledge wins
@@ -203,7 +203,8 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None, ove
         f"snippet(memories_fts, 0, '[', ']', ' … ', 12) AS snip, "
         f"highlight(memories_fts, 1, '\x01', '\x02') AS tag_hl, "
         f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl, "
-        f"highlight(memories_fts, 3, '\x01', '\x02') AS exp_hl "
+        f"highlight(memories_fts, 3, '\x01', '\x02') AS exp_hl, "
+        f"highlight(memories_fts, 6, '\x01', '\x02') AS cjk_exp_hl "
         f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
         f"AND m.dir IN ({marks}){type_clause} AND m.status NOT IN ('retracted', 'archived') "
@@ -352,14 +353,12 @@ def _hit(target: sqlite3.Row, cand: _Candidate) -> Hit:
         snippet += f" (aka: {matched['aliases']})"
     elif "\x01" in (matched["tag_hl"] or ""):
         via = "tags"
-    elif "[" not in (snip or "") and "\x01" in (matched["exp_hl"] or ""):
-        via = "synonym"
-    elif "[" not in (snip or ""):
-        via = "cjk" if matched["cjk"] else "type"
-    if snip is not None and "\x01" in (matched["exp_hl"] or ""):
-        synonyms = _marked(matched["exp_hl"])
-        if synonyms:
-            snippet += f" (synonym: {', '.join(synonyms)})"
+    if snip is not None:
+        synonyms = _marked(matched["exp_hl"]) + _marked(matched["cjk_exp_hl"])
+    if via == "body" and "[" not in (snip or ""):
+        via = "synonym" if synonyms else ("cjk" if matched["cjk"] else "type")
+    if synonyms:
+        snippet += f" (synonym: {', '.join(synonyms)})"
     if cand.round:
         snippet += f" (alias: {cand.round})"
     return Hit(

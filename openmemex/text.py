@@ -22,8 +22,8 @@ _LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
 MAX_TERMS = 24
 # CJK query bigrams look in the grams of the text and of its D80 expansions (the
-# expansions column carries each Chinese variant's grams beside it).
-CJK_COLUMNS = "{cjk expansions}"
+# cjk_expansions column carries each Chinese variant's grams beside it).
+CJK_COLUMNS = "{cjk cjk_expansions}"
 
 EN_STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "about", "as", "is", "am", "are", "was", "were", "be", "been", "being", "do", "does", "did", "doing", "done", "have", "has", "had", "having", "i", "me", "my", "mine", "we", "us", "our", "ours", "you", "your", "yours", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "please", "tell", "show", "find", "give", "get", "let", "know", "any", "some", "all", "each", "every", "no", "not", "so", "than", "too", "very", "just", "also", "only", "over", "under", "up", "down", "out", "off", "again", "s", "t", "don't", "didn't", "doesn't", "isn't", "aren't", "what's", "how's"]
@@ -146,7 +146,7 @@ def identifiers(text: str) -> list[str]:
 def build_query(text: str) -> str:
     """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
     is always text (punctuation alone gives a phrase that matches nothing). Latin terms are prefix-matched and OR-ed so extra words only lower
-    the rank; CJK bigrams are matched in the ``cjk`` and ``expansions`` columns. Empty only for empty input."""
+    the rank; CJK bigrams are matched in the ``cjk`` and ``cjk_expansions`` columns. Empty only for empty input."""
     latin = latin_terms(text)
     cjk = cjk_query_terms(text)
     latin_expr = " OR ".join(_quote(t) + "*" for t in latin)

@@ -38,7 +38,7 @@ def test_never_empty(text: str) -> None:
 
 def test_dedupe_and_mixed() -> None:
     assert build_query("deploy deploy deploy") == '"deploy"*'
-    assert build_query("deploy 数据库") == '("deploy"*) OR {cjk expansions}:("数据" OR "据库")'
+    assert build_query("deploy 数据库") == '("deploy"*) OR {cjk cjk_expansions}:("数据" OR "据库")'
 
 
 def test_term_cap() -> None:
@@ -62,8 +62,8 @@ def test_user_syntax_is_text(hostile: str) -> None:
     """Whatever the user types becomes a valid FTS5 expression (sqlite-utils habit)."""
     conn = sqlite3.connect(":memory:")
     try:
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, expansions, cjk)")
-        conn.execute("INSERT INTO t VALUES ('a and b not x or', '', '中')")
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, cjk, cjk_expansions)")
+        conn.execute("INSERT INTO t VALUES ('a and b not x or', '中', '')")
         expression = build_query(hostile)
         assert expression
         conn.execute("SELECT * FROM t WHERE t MATCH ?", (expression,)).fetchall()
