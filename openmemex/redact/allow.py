@@ -10,6 +10,7 @@ of lower-case words joined by ``_``, ``-`` or spaces, with no digits, reads as p
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -31,11 +32,11 @@ _PLACEHOLDER = re.compile(
       <.*                              # <YOUR_KEY>, <password>
     | \$\{.* | \$\{\{.* | \$\(.*      # ${DB_PASSWORD}, ${{ secrets.X }}, $(cat file)
     | \$(?-i:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)\}?   # $DB_PASSWORD, $password
-    | \{\{.* | \{%.* | \{[A-Za-z_0-9.]*\}.*  # {{ secret }}, {password}
+    | \{\{.* | \{%.* | \{[A-Za-z_0-9.]*\}.* | \{[A-Za-z_].*  # {{ secret }}, {password}, f"{signature…}"
     | %\(?[A-Za-z_]*\)?[sdvr]         # %s, %(password)s
     | %[A-Za-z_][A-Za-z0-9_]*%        # %PASSWORD%
     | [*xX•·.…_#-]+                   # ****, xxxx, ..., ———
-    | \[redacted\] | \(redacted\) | \*\*\*.*
+    | \[redacted\] | \(redacted\) | .*\*\*\*.*
     | (?:your|my)[ _-]?[a-z_ -]*(?:key|token|secret|password|pass|pwd)[a-z_ -]*  # YOUR_API_KEY
     | .*(?:_here|-here|here>|goes[ _-]here|placeholder|example|redacted|changeme).*
     """
@@ -50,6 +51,7 @@ _REFERENCE_ROOTS = (
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]{0,24}(?:\.[A-Za-z_$][\w$]*)+")  # a 30-letter "name" is a token
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _CALL = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*[ \t]*[(\[]")  # get_key(, env[
+_DEFAULT_ARG = re.compile(r"[A-Za-z_][\w.\[\]]*=(?:None|null|nil|undefined|true|false|True|False)")  # Token=None
 _MEMBER = re.compile(r"\$?[A-Za-z_]\w*(?:(?:->|::)[A-Za-z_]\w*)+")  # $this->secret, Config::KEY
 
 # Shapes that are identifiers, digests or ordinary data, never credentials.
@@ -60,7 +62,7 @@ _NOT_SECRET = re.compile(
     | (?:sha(?:1|224|256|384|512)|md5|blake2b?)[:-][A-Za-z0-9+/=_-]+  # sha256:…, sha512-… (lockfiles)
     | h1:[A-Za-z0-9+/]{40,}={0,2}                                    # go.sum
     | v?\d+(?:\.\d+)+(?:[-+][\w.]+)?                                 # versions
-    | [+-]?\d+(?:[.,]\d+)?(?:[kmgt]i?b?|ms|s|m|h|d|%)?                # numbers, sizes, durations
+    | [+-]?\d+(?:[.,]\d+)?(?:[kmgt]i?b?|ms|s|m|h|d|%)? | 0x[0-9a-f]+ # numbers, sizes, durations
     | \d{4}-\d\d-\d\d(?:[t\s]\d\d:\d\d(?::\d\d)?.*)?                 # dates
     | \d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\d+)?                      # IPv4
     | [\w.+-]+@[\w-]+(?:\.[\w-]+)+                                   # e-mail address
@@ -70,11 +72,21 @@ _NOT_SECRET = re.compile(
     | [\w.-]+\.apps\.googleusercontent\.com                          # Google OAuth client id
     | (?:pk|pub)_(?:live|test)_\w+ | pk\.eyJ[\w.-]+ | phc_\w+          # publishable keys
     | .*EXAMPLE(?:KEY)?                                              # AWS documentation keys
+    | (?:[a-z]+\ )*\#[0-9a-f]{3,8}                                   # colours, styles: "italic #a3aab2"
     """
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
-_WORDS = re.compile(r"[\s_.,/:;'。，；：、-]+")
+# project__<name>__<hash>, ${VAR} or {{ var }} inside a value, a printf field (factory_%s)
+_TEMPLATE_PART = re.compile(r"<[A-Za-z_][\w -]{0,30}>|\$\{[\w.-]+\}|\{\{[^}]*\}\}|(?:^|[\s_:{(=./-])%(?:\(\w+\))?[sdrv](?![A-Za-z0-9])")
+_FORMAT_ONLY = re.compile(r"(?:%(?:\(\w+\))?[sdrv]|\{\w*\}|[^A-Za-z0-9%{}])+")  # %s:%s, {}:{}
+_PATTERN = re.compile(r"[A-Za-z0-9]\|[A-Za-z0-9]|\[[^\]]*[a-zA-Z0-9]-[a-zA-Z0-9][^\]]*\]|\[[A-Za-z0-9]{2,}\][-+*?{]|\[\^|\\[dwsbDWS]|\{\d+(?:,\d*)?\}|\(\?[:!=<]|\.[*+]")
+_WORDS = re.compile(r"[\s_.,/:;'|#。，；：、-]+")
 _SEGMENTS = re.compile(r"[_.:/-]+")
+_CHUNKS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_VOWELS = frozenset("aeiouyAEIOUY")
+_CONSONANT_RUN = re.compile(r"[b-df-hj-np-tv-xz]{5}")
+_CAMEL_WORD = re.compile(r"[A-Z][a-z]{2,}")
+_NAME_PATH = re.compile(r"[A-Za-z_][\w-]*(?:[./:][A-Za-z_][\w-]*)+")
 _VERSIONISH = re.compile(r"v?\d{1,4}")
 
 
@@ -90,9 +102,34 @@ def is_placeholder(value: str) -> bool:
     """``<YOUR_KEY>``, ``${DB_PASSWORD}``, ``{{ secret }}``, ``xxxx``, ``changeme`` …"""
     if value.lower() in PLACEHOLDER_WORDS or _PLACEHOLDER.fullmatch(value) is not None or is_masked(value):
         return True
+    if _sequential(value):
+        return True  # abcdefgh…, 12345678, ABC12345: an alphabet or a sample, not a key
+    if value.endswith(("...", "…")):
+        return True  # an example cut short: eyJhbGciOiJIUzI1NiIs...
     # a run of x is our own mask inside a wider value (a masked PEM body inside a JSON
     # string, a masked token after "Bearer"): leaving it alone keeps redaction idempotent
-    return "xxxxxx" in value or "-----BEGIN" in value
+    return ("xxxxxx" in value or "-----BEGIN" in value or _TEMPLATE_PART.search(value) is not None
+            or _FORMAT_ONLY.fullmatch(value) is not None)  # fmt: skip
+
+
+def _sequential(value: str) -> bool:
+    """Most of the value is runs of consecutive characters (abc…, 123…)."""
+    covered = run = 1
+    for a, b in itertools.pairwise(value):
+        run = run + 1 if ord(b) - ord(a) == 1 else 1
+        if run == 3:
+            covered += 3
+        elif run > 3:
+            covered += 1
+    return len(value) >= 6 and covered >= 0.6 * len(value)
+
+
+def is_pattern(value: str) -> bool:
+    """A regular expression or glob describing secrets (``[a-zA-Z0-9+/=]{88}``, ``xox[baprs]-``),
+    written in a rule table or a doc, not a secret."""
+    stem = value.rstrip("*").rstrip("-_:/!")
+    glob = value.endswith("*") and stem.replace("-", "").replace("_", "").isalpha()  # AmazonSageMaker-*
+    return _PATTERN.search(value) is not None or glob
 
 
 def is_reference(value: str) -> bool:
@@ -100,7 +137,7 @@ def is_reference(value: str) -> bool:
     ``settings.OAUTH_CLIENT_SECRET``, ``get_random_secret_key()``, ``$this->secret``."""
     if value.startswith(_REFERENCE_ROOTS) or value.startswith(("!", "&", "*", "@")):
         return True  # … and YAML tags, anchors and aliases, decorators
-    if _CALL.match(value) or _MEMBER.fullmatch(value):
+    if _CALL.match(value) or _MEMBER.fullmatch(value) or _DEFAULT_ARG.fullmatch(value):
         return True
     if _DOTTED.fullmatch(value) is None:
         return False
@@ -130,7 +167,7 @@ def is_prose(value: str) -> bool:
     ``_``, ``-`` or ``.``, with no digits and no symbols — or with numbers only as separate
     version-like words ("my-app-secret-v2", "rotate keys every 90 days")."""
     words = [w for w in _WORDS.split(value) if w]
-    if not words:
+    if not words or _mostly_words(value):
         return True
     alpha = 0
     for word in words:
@@ -140,8 +177,15 @@ def is_prose(value: str) -> bool:
             alpha += 1
         elif not _VERSIONISH.fullmatch(word):
             return False
-    # a number beside a single word is a password (Avatar-2039); beside a phrase, it is prose
-    return alpha == len(words) or alpha >= 2
+    # a number beside a single word is a password (Avatar-2039); in a phrase, it is prose
+    return alpha == len(words) or alpha >= 2 or " " in value.strip()
+
+
+def _mostly_words(value: str) -> bool:
+    """A sentence: six or more words, nearly all of them plain words (a passphrase is shorter)."""
+    parts = value.split()
+    plain = sum(1 for p in parts if p.strip(".,;:!?()`'\"").isalpha())
+    return len(parts) >= 6 and plain >= 0.75 * len(parts)
 
 
 def is_hex(value: str) -> bool:
@@ -176,14 +220,69 @@ def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False) -> bo
     """
     if len(value) < 5 or is_placeholder(value) or is_public_shape(value, uuid_ok=uuid_ok) or is_path_or_url(value):
         return False
-    if not quoted and (is_reference(value) or value[0] in "{["):
+    if is_pattern(value):
         return False
+    if not quoted and is_reference(value):
+        return False
+    if (value[0] in "[{(" and value[-1] in "]})") or (not quoted and value[0] in "{["):
+        return False  # [PAD], {…}: a list, a mapping, a special token
     if is_prose(value):
         return False
-    if _IDENT.fullmatch(value) and not any(ch.isdigit() for ch in value):
-        # an identifier without digits: a variable in code, a word in a config file
-        return (quoted and looks_random(value)) or looks_random(value, 20, 4.0)
-    return True
+    if identifier(value) and not any(ch.isdigit() for ch in value):
+        return False  # an identifier without digits: a variable, a constant, an enum member, a word
+    # a path or a credential scope (key-id/20240101/us-east-1/s3/aws4_request) is not either
+    return not ("/" in value and _worded(value, 2))
+
+
+def _worded(value: str, words: int) -> bool:
+    """At least ``words`` parts of the value are lower-case words of 3+ letters."""
+    return sum(1 for w in _SEGMENTS.split(value) if len(w) >= 3 and w.isalpha() and w.islower()) >= words
+
+
+def _wordlike(chunk: str) -> bool:
+    """Pronounceable: a vowel, no five consonants in a row (Password, Types — not Hhmqs)."""
+    return any(ch in _VOWELS for ch in chunk) and _CONSONANT_RUN.search(chunk.lower()) is None
+
+
+def identifier(value: str) -> bool:
+    """Words glued the way code names things (newPassword, NotSet, AWSAccessKeyId,
+    DB_PASSWORD, PKCS12PrivateKeyTypes): most letters sit in pronounceable words of three
+    letters or more (two thirds), no chunk of four or more is gibberish, at most two numbers. Random letters (oTXzoWblsevHhmqs,
+    SeEMNnCTYJgaPRPW) split into short or unpronounceable chunks."""
+    if _IDENT.fullmatch(value) is None:
+        return False
+    total = in_words = numbers = 0
+    for chunk in _CHUNKS.findall(value):
+        if chunk.isdigit():
+            numbers += 1
+            continue
+        if chunk.isupper() and len(chunk) <= 4:
+            continue  # numbers and acronyms (PKCS, AWS, DB) say nothing either way
+        total += len(chunk)
+        if len(chunk) >= 4 and not _wordlike(chunk):
+            return False
+        if len(chunk) >= 3 and _wordlike(chunk):
+            in_words += len(chunk)
+    # a name carries a number or two (Ed25519PrivateKey); random text sprinkles digits
+    return total > 0 and in_words * 3 >= total * 2 and numbers <= 2
+
+
+def type_name(value: str) -> bool:
+    """A class or type name made of capitalised words (PKCS12PrivateKeyTypes,
+    ed25519.Ed25519PrivateKey); random tokens do not split into words."""
+    parts = value.split(".")
+    last = parts[-1]
+    return (last[:1].isupper() and len(_CAMEL_WORD.findall(last)) >= 2
+            and all(identifier(p) or (p.isalnum() and len(p) <= 12) for p in parts[:-1]) and identifier(last))  # fmt: skip
+
+
+def _name_path(value: str) -> bool:
+    """A property or a namespaced name (io.modelcontextprotocol/clientInfo, stateMachine:createdBy)."""
+    if _NAME_PATH.fullmatch(value) is None:
+        return False
+    parts = [p for p in re.split(r"[./:]", value) if p]
+    wordy = [p for p in parts if p.replace("-", "").replace("_", "").isalpha() and identifier(p.replace("-", "_"))]
+    return len(wordy) >= 2 or any(len(p) >= 10 for p in wordy)
 
 
 def plausible_key(value: str, *, hex_ok: bool, min_length: int = 16, min_entropy: float = 3.5) -> bool:
@@ -191,10 +290,18 @@ def plausible_key(value: str, *, hex_ok: bool, min_length: int = 16, min_entropy
     Only machine-made values count; a hex string only where the name says it is key material."""
     if len(value) < min_length or is_placeholder(value) or is_public_shape(value) or is_path_or_url(value):
         return False
-    if is_reference(value) or is_prose(value) or (not hex_ok and is_hex(value)):
+    if is_reference(value) or is_prose(value) or is_pattern(value) or (not hex_ok and is_hex(value)):
         return False
-    if sum(1 for w in _SEGMENTS.split(value) if len(w) >= 3 and w.isalpha() and w.islower()) >= 2:
+    if any(ch.isspace() for ch in value):
+        return False  # machine-made keys have no blanks
+    if _worded(value, 2):
         return False  # words with an id or hash appended: project__omx__3973e808fbe5
-    if value.isalpha() and not looks_random(value, 20, 4.0):
+    if identifier(value) and not any(ch.isdigit() for ch in value):
         return False  # a word, even a long CamelCase one: ClearTextPassword
+    if _IDENT.fullmatch(value) and any(len(w) >= 4 and w.isalpha() and w.islower() for w in value.split("_")[1:]):
+        return False  # an identifier: sos2tf_signature
+    if _name_path(value):
+        return False  # a property or a namespaced name: io.modelcontextprotocol/clientInfo
+    if value[0] in "[{(" and value[-1] in "]})":
+        return False  # a list or a mapping
     return looks_random(value, min_length, min_entropy)

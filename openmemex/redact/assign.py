@@ -33,28 +33,28 @@ ENTROPY_RULE_PREFIX = "high-entropy-secret:"
 
 # An unquoted value stops at blanks, quotes and separators; ``&`` only where a new query
 # parameter starts (``Tr0ub4dor&3horse`` keeps its ``&``).
-_UNQUOTED = r"""(?P<uq>(?:->|[^\s"'`,;<>|&。，；：！？、（）]|&(?![\w.-]+=)){1,400})"""
-_QUOTED = r"""(?:"(?P<dq>(?:[^"\\\n]|\\.){1,400})"|'(?P<sq>[^'\n]{1,400})'|`(?P<bq>[^`\n]{1,400})`)"""
+_UNQUOTED = r"""(?P<uq>(?:->|[^\s"'`,;<>|&。，；：！？、（）]|&(?![A-Za-z_][\w.-]*=)){1,2000})"""
+_QUOTED = r"""(?:"(?P<dq>(?:[^"\\\n]|\\.){1,2000})"|'(?P<sq>[^'\n]{1,2000})'|`(?P<bq>[^`\n]{1,2000})`)"""
 # After the name: closing quote/bracket/emphasis, an operator, the value.
 _OP_VALUE = re.compile(
     r"""(?P<close>["'`*\])]{0,3})[ \t]*
-    (?P<op>:[ \t]*[A-Za-z_][\w.\[\], |]{0,40}?[ \t]*=(?![=>~])|::?=|=>|\?=|=(?![=>~])|:(?![:/=])|：|\|)
+    (?P<op>:[ \t]*[A-Za-z_][\w.\[\], |]{0,40}?[ \t]+=(?![=>~])|::?=|=>|\?=|=(?![=>~])|:(?![:/=])|：|\|)
     [ \t]*(?:""" + _QUOTED + "|" + _UNQUOTED + ")",
     re.VERBOSE,
 )
 _FLAG_VALUE = re.compile(r"[ \t]+(?:" + _QUOTED + "|" + _UNQUOTED + ")")
 # Prose after the credential word: "for the staging db", then "is", "was", ":" …
 _PROSE_TAIL = re.compile(
-    r"""(?ix)(?:[ \t]+(?:for|of|on|to|in|at|from)(?:[ \t]+[^\s:=：,.]{1,40}){1,3})?
+    r"""(?ix)(?:[ \t]+(?:for|of|on|to|in|at|from)(?:[ \t]+(?!(?:is|was|are|has|have|got|became|now)[ \t])[\w.@/-]{1,40}){1,3})?
     (?:[ \t]*(?::|=|：|是|为|->|=>)[ \t]*
       |[ \t]+(?:(?:is|was|are|has[ \t]+been|have[ \t]+been|got)(?:[ \t]+now)?(?:[ \t]+(?:set|changed|reset|updated|rotated)[ \t]+to)?
         |(?:set|changed|reset|updated|rotated)[ \t]+to|became|now[ \t]+is)[ \t]+)
-    (?P<open>[`"'*]+[ \t]*)?(?P<uq>[^\s`"'，。]{1,300})"""
+    (?P<open>[`"'*]+[ \t]*)?(?P<uq>[^\s`"'，。]{1,2000})"""
 )
 _XML_VALUE = re.compile(r">(?P<uq>[^<\n]{1,300})</")
 _NUGET_VALUE = re.compile(r"""(?i)"[ \t]+value="(?P<dq>[^"\n]{1,300})\"""")
 _NETRC = re.compile(r"[ \t]passw(?:or)?d(?=[ \t])")
-_NETRC_VALUE = re.compile(r"[ \t]+(?P<uq>\S{1,300})")
+_NETRC_VALUE = re.compile(r"[ \t]+(?P<uq>[^\s\"'`]{1,300})")
 _TABLE_SEPARATOR = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*\r?")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-$")
 _NAME_TAIL = re.compile(r"(?:[A-Za-z0-9_.-]|密码|口令|密钥|令牌)*")
@@ -89,8 +89,12 @@ def _value(m: re.Match[str]) -> tuple[str, int, int, bool] | None:
         if quoted:
             stripped = value.strip()
             start += len(value) - len(value.lstrip())
+            while stripped.endswith(("\\n", "\\r", "\\t")):  # an escaped line break in a string
+                stripped = stripped[:-2].rstrip()
         else:
-            stripped = value.rstrip(_TRAILING)
+            stripped = _code_end(value).rstrip(_TRAILING)
+            while stripped.endswith(("\\n", "\\r", "\\t")):  # an escaped line break in a string
+                stripped = stripped[:-2].rstrip(_TRAILING)
             if "open" in groups and "*" in (m.group("open") or ""):
                 stripped = stripped.rstrip("*").rstrip(_TRAILING)  # **bold**
             for close, open_ in ((")", "("), ("]", "["), ("}", "{")):
@@ -98,6 +102,33 @@ def _value(m: re.Match[str]) -> tuple[str, int, int, bool] | None:
                     stripped = stripped[:-1].rstrip(_TRAILING)
         return (stripped, start, start + len(stripped), quoted) if stripped else None
     return None
+
+
+_ANNOTATION_END = re.compile(r"[ \t]*(?:[|=,)\]]|$)", re.MULTILINE)
+_CONCATENATION = re.compile(r"""["'`][ \t]*(?:\+|%[ \t(]|\.format\(|\.join\()""")
+
+
+def _in_code(text: str, m: re.Match[str], value: str, vend: int, quoted: bool) -> bool:
+    """The pair is code, not a setting: a type annotation (``key: PKCS12PrivateKeyTypes | None``)
+    or a string fragment glued to a variable (``" --username=" + auth``)."""
+    if quoted:
+        return _CONCATENATION.match(text, vend) is not None
+    op = m.group("op") if "op" in m.re.groupindex else None
+    return op == ":" and allow.type_name(value) and _ANNOTATION_END.match(text, vend) is not None
+
+
+def _code_end(value: str) -> str:
+    """An unquoted value ends at a bracket that closes something opened before it, when code
+    follows (``whoami(token=token)["name"]``); random keys keep theirs (``…-)ib1%(t…``)."""
+    depth = 0
+    for i, ch in enumerate(value):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0 and (i + 1 == len(value) or value[i + 1] in "[.(,;)]}"):
+                return value[:i]
+    return value
 
 
 class Parser:
@@ -130,17 +161,25 @@ class Parser:
                 return
             start += len(text[start:end]) - len(text[start:end].lstrip("-."))
         name = text[start:end]
-        if names.strength(name) is Strength.NONE:
-            return
+        if names.strength(name) is Strength.NONE or text.endswith(("://", "::"), 0, start):
+            return  # not a credential name; the user of scheme://user:password@host; a type (AWS::IAM::AccessKey)
         before = text[start - 1] if start else "\n"
+        if before == ":" and after == ":":
+            return  # a segment of a colon path: arn:aws:secretsmanager:…:secret:name
         if before == "<" and after == ">":
             m = _XML_VALUE.match(text, end)
         elif before == '"' and low.endswith("key=", 0, start - 1) and after == '"':
             m = _NUGET_VALUE.match(text, end)
         else:
             m = _OP_VALUE.match(text, end)
+        if m is not None and "close" in m.re.groupindex and "]" in m.group("close") and m.group("close")[0] not in "\"'`":
+            return  # row[x - pw] = …: the name is an index, not a key
         if m is not None:
-            rule = TABLE if m.re is _OP_VALUE and m.group("op") == "|" else GENERIC
+            rule = GENERIC
+            if m.re is _OP_VALUE and m.group("op") == "|":
+                if not _table_row(text, start):
+                    return  # a pipe in code or a regex, not a Markdown table row
+                rule = TABLE
             self._judge(text, low, m, name, out, rule, query=before in "?&")
             return
         m = _PROSE_TAIL.match(text, end)
@@ -166,7 +205,7 @@ class Parser:
         """A Markdown table whose header names a credential column: the cells under it."""
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", end)
-        if line_end < 0 or not text[line_start:line_end].lstrip().startswith("|"):
+        if line_end < 0 or not _table_row(text, start):
             return
         column = text.count("|", line_start, start)
         sep_end = text.find("\n", line_end + 1)
@@ -195,8 +234,11 @@ class Parser:
         if found is None:
             return
         value, vstart, vend, quoted = found
+        code = quoted and m.re.groupindex.get("bq") is not None and m.start("bq") >= 0  # `code` in Markdown
+        if _in_code(text, m, value, vend, quoted):
+            return
         if query:
-            cut = min((i for i in (value.find("&"), value.find("#")) if i >= 0), default=-1)
+            cut = value.find("&")
             if cut >= 0:
                 vend = vstart + cut
                 value = value[:cut]
@@ -220,12 +262,19 @@ class Parser:
                 out.append((vstart, vend, GENERIC_TIER, QUERY))
             return
         if power is Strength.STRONG:
-            if allow.plausible_password(value, quoted=quoted, uuid_ok=True):
+            if allow.plausible_password(value, quoted=quoted and not code, uuid_ok=True):
                 out.append((vstart, vend, GENERIC_TIER, rule))
             return
         if allow.plausible_key(value, hex_ok=names.key_material(name)):
             label = rule if rule in (PROSE, TABLE) else ENTROPY_RULE_PREFIX + names.short_name(name)
             out.append((vstart, vend, GENERIC_TIER, label))
+
+
+def _table_row(text: str, pos: int) -> bool:
+    """The line around ``pos`` is a Markdown table row: it starts and ends with ``|``."""
+    line_end = text.find("\n", pos)
+    line = text[text.rfind("\n", 0, pos) + 1 : len(text) if line_end < 0 else line_end].strip()
+    return len(line) > 2 and line[0] == "|" and line[-1] == "|"
 
 
 def _cell(text: str, row: int, row_end: int, column: int) -> tuple[int, int] | None:

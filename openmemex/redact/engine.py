@@ -48,7 +48,7 @@ CONTEXT_RULES = rules_context.RULES
 ASSIGN_KEYWORDS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "salt", "signature", "pat",
                    "contrase", "密码", "口令", "密钥", "令牌")  # fmt: skip
 _WINDOW_BACK = 240  # a long line is read around the keyword: names and prose phrases before it
-_WINDOW_AHEAD = 1200  # … and the value after it (values are capped at 400 characters)
+_WINDOW_AHEAD = 2400  # … and the value after it (values are capped at 2,000 characters)
 _TOKEN_AHEAD = 600
 
 
@@ -108,9 +108,8 @@ def _candidates(text: str, low: str) -> list[Candidate]:
     out: list[Candidate] = []
     size = len(text)
     seen: set[tuple[object, int]] = set()
-    triggers = index.triggers
-    for at, word in index.hits(low):
-        for trigger in triggers[word]:
+    for at, fired in index.hits(low):
+        for trigger in fired:
             if type(trigger) is prefilter.TokenTrigger:
                 _token(text, at, trigger, out)
             elif type(trigger) is prefilter.AtTrigger:

@@ -51,6 +51,15 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _key_material(body: str) -> bool:
+    """Base64 (with header lines and line breaks), long enough to be a key, not yet masked;
+    a BEGIN line quoted in code or docs is followed by something else."""
+    if len(body) < 32 or is_masked(body):
+        return False
+    b64 = sum(ch.isalnum() or ch in "+/=" for ch in body.replace("\\n", ""))
+    return b64 >= 0.8 * len(body.replace("\\n", ""))
+
+
 def pem_block(text: str, low: str, pos: int, out: list[Candidate]) -> None:
     """A PEM private key whose header starts at ``pos``: its body."""
     head = _BEGIN.match(text, pos)
@@ -69,7 +78,7 @@ def pem_block(text: str, low: str, pos: int, out: list[Candidate]) -> None:
         if lines is None:
             return
         start, end = _trim(text, body_start, lines.end())
-    if end - start >= 16 and not is_masked(text[start:end]):
+    if _key_material(text[start:end]):
         out.append((start, end, SPECIFIC, PEM))
 
 
@@ -83,7 +92,7 @@ def putty_block(text: str, low: str, pos: int, out: list[Candidate]) -> None:
         nl = text.find("\n", stop)
         stop = len(text) if nl < 0 else nl + 1
     start, end = _trim(text, m.end(), stop)
-    if end - start >= 16 and not is_masked(text[start:end]):
+    if _key_material(text[start:end]):
         out.append((start, end, SPECIFIC, PUTTY))
 
 

@@ -59,8 +59,12 @@ _NEVER = frozenset(
     lifetime period retries attempts page pagination continuation paging next previous prev csrf
     xsrf idempotency cache method methods num number sample example examples template encoding
     secretname secretref secretkeyref valuefrom scope scopes
+    py md json yaml yml toml txt js ts rs sh cfg ini conf log csv html css
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
+
+
+_NEVER_SUFFIXES = tuple(w for w in _NEVER if len(w) >= 3)
 
 
 def words(name: str) -> list[str]:
@@ -68,9 +72,12 @@ def words(name: str) -> list[str]:
     return [w for w in _SPLIT.split(_CAMEL.sub("_", name).lower()) if w]
 
 
-def _strong_word(word: str) -> bool:
+def _strong_word(word: str, last: bool) -> bool:
     if any(part in word for part in _STRONG_PARTS):
-        return not word.startswith(("tokeniz", "tokens")) and word != "secrets"
+        # secretsmanager, passwordpolicy, tokenurl: a compound that names a thing about secrets
+        return not word.startswith(("tokeniz", "tokens")) and word != "secrets" and not word.endswith(_NEVER_SUFFIXES)
+    if not last:
+        return False  # pass_filenames, pass_through, pw_hash: a verb or a qualifier, not a noun
     if word in ("pw", "pat") or word.endswith("pw"):
         return True
     return word == "pass" or (word.endswith("pass") and word not in _PASS_NOT)
@@ -78,11 +85,12 @@ def _strong_word(word: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def strength(name: str) -> Strength:
-    """How strongly ``name`` says its value is a credential."""
-    parts = words(name)
+    """How strongly ``name`` says its value is a credential. A dotted name is judged by its
+    last part: ``db.password`` is one, ``token.content`` is not."""
+    parts = words(name.rsplit(".", 1)[-1] if "." in name.strip(".") else name)
     if not parts or any(w in _NEVER for w in parts):
         return Strength.NONE
-    if any(_strong_word(w) for w in parts):
+    if any(_strong_word(w, i == len(parts) - 1) for i, w in enumerate(parts)):
         return Strength.STRONG
     if any(pair in _STRONG_PAIRS for pair in itertools.pairwise(parts)):
         return Strength.STRONG

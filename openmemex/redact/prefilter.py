@@ -52,7 +52,7 @@ FOLLOWS = {
     "basic": r"[ \t]+(?=[a-z0-9+/]{8})",
     "curl": r"(?=[^\n]*[ \t](?:-u|--user|--proxy-user)[ \t=])",
     # userinfo before a host: scheme://user:password@host, https://token@host
-    "://": r"(?=[^\s/?#@\"'`<>]{1,300}@)",
+    "://": r"(?=[^\s/@\"'`<>]{1,300}@)",
     # a command-line flag given a credential: --password hunter2, --token=…
     "--": r"(?=[a-z0-9-]{0,40}(?:pass|pw|secret|token|key|auth|cred)[a-z0-9-]{0,40}(?:=|[ \t]+[^\s-]))",
     # a netrc line: machine HOST login USER password PASS
@@ -63,7 +63,7 @@ FOLLOWS = {
 # value attribute), or a prose word. Lower-case text, so no case folding.
 _GIVEN = r"""(?=[a-z0-9_.-]{0,60}(?:
       ["'`*\])]{0,3}[ \t]*(?:::?=|:(?![:/])|=(?![=>~])|=>|\?=|：)[ \t]*{VALUE}
-    | ["'`*\])]{0,3}[ \t]*:[ \t]*[a-z_][\w.\[\], |]{0,40}?[ \t]*=(?![=>~])[ \t]*{VALUE}
+    | ["'`*\])]{0,3}[ \t]*:[ \t]*[a-z_][\w.\[\], |]{0,40}?[ \t]+=(?![=>~])[ \t]*{VALUE}
     | [ \t]*\|
     | [ \t]+(?:for|of|on|to|in|at|from|is|was|are|became|set|changed|reset|updated|now)[ \t]
     | >[^<\n]{5}
@@ -77,7 +77,7 @@ def _given(word: str) -> str:
     """The lookahead for a credential word: values of 5+ characters (8+ after ``key``)."""
     n = _SHORTEST.get(word, 5)
     # an unquoted value that starts like code (os.environ…, getenv(…, env[…) is a reference
-    value = rf"""(?:["'`][^"'`\n]{{{n}}}|(?![a-z_$][a-z0-9_$]{{0,24}}(?:\.[a-z_]|\(|\[))[^\s"'`,;<>|()]{{{n}}})"""
+    value = rf"""(?:["'`][^"'`\n]{{{n}}}|(?![a-z_$]{{1,25}}(?:\.[a-z_]|\(|\[))[^\s"'`,;<>|()]{{{n}}})"""
     guard = {"auth": "(?!or)", "pat": "(?![a-z0-9])"}.get(word, "")  # not author, not path or pattern
     return guard + _GIVEN.replace("{VALUE}", value)
 
@@ -130,31 +130,36 @@ class KeywordIndex:
     credentials: tuple[tuple[str, str], ...]
     """The credential words and filtered keywords, each with its regex source."""
     _compiled: dict[str, re.Pattern[str]] = field(default_factory=dict)
-    triggers: dict[str, tuple[Trigger, ...]] = field(default_factory=dict)
+    triggers: dict[str, dict[str, tuple[Trigger, ...]]] = field(default_factory=dict)
+    """Per pass (``BOUNDARY`` …), keyword → what it fires."""
 
-    def hits(self, low: str) -> Iterator[tuple[int, str]]:
-        """Every ``(position, keyword)`` in ``low``; each position once per pass, longest first."""
+    def hits(self, low: str) -> Iterator[tuple[int, tuple[Trigger, ...]]]:
+        """Every keyword position in ``low`` with what it triggers; each position once per
+        pass (the longest keyword there)."""
+        boundary = self.triggers.get(BOUNDARY, {})
         m = self.boundary_at_start.match(low)
         if m is not None:
-            yield 0, m.group()
+            yield 0, boundary[m.group()]
         search = self.boundary.search
         pos = 0
         while (m := search(low, pos)) is not None:
             at = m.start() + 1
-            yield at, m.group()[1:]
+            yield at, boundary[m.group()[1:]]
             pos = at
         if self.symbol is not None:
+            symbol = self.triggers[SYMBOL]
             search = self.symbol.search
             pos = 0
             while (m := search(low, pos)) is not None:
                 at = m.start()
-                yield at, m.group()
+                yield at, symbol[m.group()]
                 pos = at + 1
         find = low.find
         for word in self.words:
+            fired = self.triggers[WORD][word]
             at = find(word)
             while at >= 0:
-                yield at, word
+                yield at, fired
                 at = find(word, at + 1)
         ascii_only = low.isascii()  # O(1): a flag CPython keeps on every string
         for word, source in self.credentials:
@@ -164,8 +169,9 @@ class KeywordIndex:
             rx = self._compiled.get(word)
             if rx is None:
                 rx = self._compiled[word] = re.compile(source, re.VERBOSE)
+            fired = self.triggers[CREDENTIAL][word]
             for m in rx.finditer(low):
-                yield m.start(), word
+                yield m.start(), fired
 
 
 def trie_regex(keywords: Iterable[str]) -> str:
@@ -189,30 +195,28 @@ def trie_regex(keywords: Iterable[str]) -> str:
 
 
 def build(entries: Iterable[tuple[str, str, Trigger]]) -> KeywordIndex:
-    """Index ``(keyword, where, trigger)`` entries."""
-    own: dict[str, list[Trigger]] = defaultdict(list)
-    where: dict[str, str] = {}
+    """Index ``(keyword, where, trigger)`` entries. A keyword may be looked for in two ways
+    (``pat`` starts an Airtable token and ends ``GITHUB_PAT``); each pass fires its own."""
+    own: dict[tuple[str, str], list[Trigger]] = defaultdict(list)
     for word, group, trigger in entries:
         if word != word.lower() or not word:
             raise ValueError(f"keywords are lower-case and non-empty: {word!r}")
-        if where.setdefault(word, group) != group:
-            raise ValueError(f"keyword {word!r} is in two groups")
-        own[word].append(trigger)
-    triggers: dict[str, tuple[Trigger, ...]] = {}
-    for word in own:
+        own[group, word].append(trigger)
+    triggers: dict[str, dict[str, tuple[Trigger, ...]]] = defaultdict(dict)
+    for (group, word), mine in own.items():
         # prefixes found by the same trie at the same position
-        inherited = [t for other, ts in own.items()
-                     if other != word and where[other] == where[word] != WORD and word.startswith(other) for t in ts]  # fmt: skip
-        triggers[word] = tuple(own[word] + inherited)
-    boundary = trie_regex(w for w in own if where[w] == BOUNDARY)
-    symbols = [w for w in own if where[w] == SYMBOL]
+        inherited = [t for (g, other), ts in own.items()
+                     if g == group != WORD and other != word and word.startswith(other) for t in ts]  # fmt: skip
+        triggers[group][word] = tuple(mine + inherited)
+    boundary = trie_regex(triggers[BOUNDARY])
+    symbols = list(triggers[SYMBOL])
     return KeywordIndex(
         boundary=re.compile(f"[^a-z0-9_-]{_LONG_TOKEN}(?:{boundary})"),
         boundary_at_start=re.compile(f"{_LONG_TOKEN}(?:{boundary})"),
         symbol=re.compile(trie_regex(symbols)) if symbols else None,
-        words=tuple(w for w in own if where[w] == WORD),
-        credentials=tuple((w, re.escape(w) + (FOLLOWS.get(w) or _given(w))) for w in own if where[w] == CREDENTIAL),
-        triggers=triggers,
+        words=tuple(triggers[WORD]),
+        credentials=tuple((w, re.escape(w) + (FOLLOWS.get(w) or _given(w))) for w in triggers[CREDENTIAL]),
+        triggers=dict(triggers),
     )
 
 

@@ -103,6 +103,7 @@ SAAS: tuple[TokenRule, ...] = (
     token("linear-oauth-token", "saas", "lin_oauth_", "[a-f0-9]{64}", entropy=3.0),
     token("notion-token", "saas", "ntn_", "[A-Za-z0-9]{40,50}", entropy=3.5),
     token("notion-legacy-token", "saas", "secret_", "[A-Za-z0-9]{43}", entropy=4.0, right=RIGHT_ALNUM),
+    token("airtable-pat", "saas", "pat", r"[A-Za-z0-9]{14}\.[a-f0-9]{64}", entropy=3.5),
     token("figma-token", "saas", "figd_", "[A-Za-z0-9_-]{30,60}", entropy=3.5),
     token("postman-api-key", "saas", "PMAK-", "[a-f0-9]{24}-[a-f0-9]{34}", entropy=3.0),
     token("typeform-token", "saas", "tfp_", "[A-Za-z0-9_=.-]{39,69}[A-Za-z0-9_=-]", entropy=3.5),

@@ -7,11 +7,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import urllib.parse
 
 from openmemex.redact import allow
 from openmemex.redact.findings import GENERIC_TIER, SPECIFIC, Candidate
 
-_URL = re.compile(r"""(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,30})://(?P<ui>[^\s/?#"'`<>()\[\]]+)@(?P<host>[^\s/?#"'`<>@:]+)(?P<rest>[^\s"'`<>]*)""")
+# A pasted password may hold a raw ? or # (not percent-encoded): the last @ before the host ends it.
+_URL = re.compile(r"""(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,30})://(?P<ui>[^\s/"'`<>()\[\]]+)@(?P<host>[^\s/?#"'`<>@:]+)(?P<rest>[^\s"'`<>]*)""")
 _SENTRY_HOST = re.compile(r"(?:[\w-]+\.)*(?:ingest\.)?(?:[\w-]+\.)?sentry\.io|sentry\.[\w.-]+|[\w.-]*sentry[\w.-]*")
 _HEX32 = re.compile(r"[a-f0-9]{32}")
 _HEADER = re.compile(
@@ -22,7 +24,7 @@ _HEADER = re.compile(
 )
 _BEARER = re.compile(r"(?i)(?<![\w-])bearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,2000}=*)")
 _BASIC = re.compile(r"(?i)(?<![\w-])basic[ \t]+(?P<v>[A-Za-z0-9+/]{8,400}={0,2})(?![A-Za-z0-9+/=])")
-_CURL_USER = re.compile(r"""(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]+|=)(?P<q>["']?)(?P<user>[^\s:"']*):(?P<pw>[^\s"']+)(?P=q)""")
+_CURL_USER = re.compile(r"""(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]+|=)(?P<q>["']?)(?P<user>[^\s:"'`]*):(?P<pw>[^\s"'`]+)(?P=q)""")
 # Passwords that documentation and local dev setups use on purpose.
 _DEFAULT_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret", "changeme", "postgres", "root",
                                 "admin", "guest", "test", "user", "example", "mysql", "redis", "sa", "default"})  # fmt: skip
@@ -36,8 +38,10 @@ CURL = "curl-basic-auth"
 
 
 def _real_password(password: str, user: str) -> bool:
-    if not password or password.lower() in _DEFAULT_PASSWORDS or password == user:
-        return False
+    if not password or password.lower() in _DEFAULT_PASSWORDS or password == user or "," in user:
+        return False  # … or a list of hosts: https://a.com:123,b:c@d.com
+    if allow.is_prose(urllib.parse.unquote(password)):
+        return False  # org:repo@sha, jo%40email.com:a%20secret@host: words from a doc
     return not allow.is_placeholder(password) and not password.startswith(("$", "%", "{"))
 
 
@@ -56,7 +60,8 @@ def url_window(text: str, low: str, start: int, end: int, out: list[Candidate]) 
             continue
         if _HEX32.fullmatch(user) and (_SENTRY_HOST.fullmatch(m.group("host")) or m.group("rest").lstrip("/").isdigit()):
             out.append((ui_start, ui_start + len(user), SPECIFIC, SENTRY))
-        elif len(user) >= 20 and allow.looks_random(user, 20, 3.5) and not allow.is_placeholder(user):
+        elif len(user) >= 20 and allow.looks_random(user, 20, 3.5) and not allow.is_placeholder(user) \
+                and not allow.is_hex(user):  # fmt: skip
             out.append((ui_start, ui_start + len(user), GENERIC_TIER, URL))
 
 
@@ -70,6 +75,8 @@ def _b64_credentials(value: str) -> bool:
 
 
 def _token_like(value: str) -> bool:
+    if allow.is_reference(value) or allow.is_pattern(value):
+        return False
     return len(value) >= 8 and not allow.is_placeholder(value) and not value.startswith(("$", "%", "{", "<")) \
         and (any(ch.isdigit() for ch in value) or allow.looks_random(value, 16, 3.0))  # fmt: skip
 
