@@ -10,19 +10,19 @@ each, called from both.
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from . import freshness, index
 from .context import Context
 from .index import Folder, placeholders
 from .lifecycle import stranded_sql
-from .text import jaccard, similarity_tokens
+from .text import similarity_tokens
 from .write import NEAR_DUP
 
 STALE_DAYS = 90
@@ -93,43 +93,66 @@ def audit(ctx: Context, scope: str = "both", now: float | None = None) -> Report
 
 def near_duplicates(rows: list[sqlite3.Row]) -> list[Finding]:
     """Active pairs of one scope at the write path's near-duplicate bar (Jaccard ≥ 0.8 over
-    the same tokens). Exact, and fast enough for 100k memories: prefix filtering (AllPairs)
-    compares only pairs that share one of their rarest tokens, which every pair at the bar
-    must."""
+    the same tokens). Exact, without comparing every pair: PPJoin — tokens in one global
+    rarest-first order; a pair at the bar must share a token within short prefixes of
+    both sets, and the positions where they meet bound how large the overlap can still
+    get, so most candidates are dropped before any set is intersected."""
+    bar = Fraction(NEAR_DUP).limit_denominator(1000)
+    num, den = bar.numerator, bar.denominator  # integer arithmetic: exact, and fast in the loop
     by_key: dict[str, list[sqlite3.Row]] = defaultdict(list)
     for row in rows:
         by_key[row["scope_key"]].append(row)
     found: list[tuple[float, Finding]] = []
     for key, members in by_key.items():
-        tokens = [similarity_tokens(r["content"]) for r in members]
-        freq = Counter(t for s in tokens for t in s)
-        seen: dict[str, list[int]] = defaultdict(list)
-        for i in sorted(range(len(members)), key=lambda k: len(tokens[k])):
-            size = len(tokens[i])
+        sets = [similarity_tokens(r["content"]) for r in members]
+        freq = Counter(token for s in sets for token in s)
+        order = {token: rank for rank, token in enumerate(sorted(freq, key=lambda tok: (freq[tok], tok)))}
+        ranked = [sorted(order[token] for token in s) for s in sets]
+        sizes = [len(r) for r in ranked]
+        postings: dict[int, list[tuple[int, int]]] = defaultdict(list)  # token -> (set, position)
+        for x in sorted(range(len(members)), key=sizes.__getitem__):
+            size = sizes[x]
             if not size:
                 continue
-            ordered = sorted(tokens[i], key=lambda t: (freq[t], t))
-            prefix = size - math.ceil(NEAR_DUP * size - 1e-9) + 1
-            candidates: set[int] = set()
-            for token in ordered[:prefix]:
-                candidates.update(j for j in seen[token] if len(tokens[j]) >= NEAR_DUP * size - 1e-9)
-                seen[token].append(i)
-            for j in candidates:
-                a, b = members[i], members[j]
-                la, lb = len(a["content"]), len(b["content"])
-                if min(la, lb) / max(la, lb, 1) < LENGTH_RATIO:
+            smallest = -(-num * size // den)  # ceil(bar * size): a smaller set cannot reach the bar
+            probe = size - smallest + 1
+            overlap: dict[int, int] = {}
+            for i, token in enumerate(ranked[x][:probe]):
+                rest = size - i - 1
+                for y, j in postings[token]:
+                    other = sizes[y]
+                    have = overlap.get(y, 0)
+                    if other < smallest or have < 0:
+                        continue
+                    need = -(-num * (size + other) // (num + den))  # ceil(bar / (1 + bar) * (|x| + |y|))
+                    overlap[y] = have + 1 if have + 1 + min(rest, other - j - 1) >= need else -1
+            index = size - (-(-2 * num * size // (num + den))) + 1  # ceil(2 bar / (1 + bar) * |x|)
+            for i, token in enumerate(ranked[x][:index]):
+                postings[token].append((x, i))
+            for y, seen in overlap.items():
+                if seen <= 0:
                     continue
-                score = jaccard(tokens[i], tokens[j])
-                if score >= NEAR_DUP:
-                    older, newer = sorted((a, b), key=lambda r: (r["updated_at"], r["id"]))
-                    where = "personal" if key == "personal" else "project"
-                    found.append((score, Finding(
-                        f"{older['id']} ~ {newer['id']}",
-                        f"similarity {score:.2f} ({where}); {older['id']} is the older",
-                        f"open-memex forget {older['id']} --soft (or supersede it with the merged text)",
-                    )))  # fmt: skip
+                common = len(sets[x] & sets[y])  # one C-level intersection; the union follows from it
+                if common * (num + den) < num * (size + sizes[y]):
+                    continue
+                pair = _pair(members[x], members[y], common / (len(sets[x]) + len(sets[y]) - common), key)
+                if pair is not None:
+                    found.append(pair)
     found.sort(key=lambda item: (-item[0], item[1].subject))
     return [finding for _, finding in found]
+
+
+def _pair(a: sqlite3.Row, b: sqlite3.Row, score: float, key: str) -> tuple[float, Finding] | None:
+    la, lb = len(a["content"]), len(b["content"])
+    if score < NEAR_DUP or min(la, lb) / max(la, lb, 1) < LENGTH_RATIO:
+        return None
+    older, newer = sorted((a, b), key=lambda r: (r["updated_at"], r["id"]))
+    where = "personal" if key == "personal" else "project"
+    return score, Finding(
+        f"{older['id']} ~ {newer['id']}",
+        f"similarity {score:.2f} ({where}); {older['id']} is the older",
+        f"open-memex forget {older['id']} --soft (or supersede it with the merged text)",
+    )
 
 
 def _stale(rows: list[sqlite3.Row], now: float) -> list[Finding]:
