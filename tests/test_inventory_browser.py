@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import http.server
 import json
 import os
 import queue
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,21 +28,34 @@ import pytest
 TIMEOUT_S = 30.0
 
 
+def _high(fd: int) -> int:
+    """``fd`` moved above the low numbers, so putting the pipe ends on 3 and 4 in the child
+    can never overwrite one of them (a test process may well have 3 and 4 free)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64)
+    os.close(fd)
+    return moved
+
+
 class DevTools:
     """Just enough of the Chrome DevTools protocol over ``--remote-debugging-pipe``
     (fd 3 carries commands in, fd 4 replies and events out, NUL-separated JSON)."""
 
     def __init__(self, chromium: str, profile: Path) -> None:
-        to_r, self._to_w = os.pipe()
-        self._from_r, from_w = os.pipe()
+        to_r, self._to_w = (_high(fd) for fd in os.pipe())
+        self._from_r, from_w = (_high(fd) for fd in os.pipe())
         args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", f"--user-data-dir={profile}",
                 "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
                 "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
                 "--metrics-recording-only", "--mute-audio", "about:blank"]  # fmt: skip
-        # the shell moves our pipe ends to the descriptor numbers Chromium expects
-        script = f'exec "$0" "$@" 3<&{to_r} 4>&{from_w} {to_r}<&- {from_w}>&-'
-        self.proc = subprocess.Popen(["sh", "-c", script, chromium, *args], pass_fds=(to_r, from_w),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        # a tiny trampoline moves our pipe ends to the descriptor numbers Chromium expects
+        # (Debian's /bin/sh cannot redirect descriptors above 9)
+        trampoline = ("import os, sys; r, w = int(sys.argv[1]), int(sys.argv[2]); os.dup2(r, 3); os.dup2(w, 4); "
+                      "os.close(r); os.close(w); os.execv(sys.argv[3], sys.argv[3:])")  # fmt: skip
+        self.log = profile.parent / "chromium.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([sys.executable, "-c", trampoline, str(to_r), str(from_w), chromium, *args],
+                                         pass_fds=(to_r, from_w),
+                                         stdout=log, stderr=log)  # fmt: skip
         os.close(to_r)
         os.close(from_w)
         self._messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -72,7 +87,7 @@ class DevTools:
         while True:
             reply = self._messages.get(timeout=max(deadline - time.monotonic(), 0.01))
             if reply is None:
-                raise RuntimeError("chromium closed the DevTools pipe")
+                raise RuntimeError(f"chromium closed the DevTools pipe; its log: {self.log}")
             if reply.get("id") == self._next:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
