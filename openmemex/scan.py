@@ -84,6 +84,7 @@ class Scanner:
         self.config = config
         self.report = ScanReport()
         self._find: tuple[Callable[..., list[Finding]], Callable[..., list[Finding]]] | None = None
+        self._patterns = config.redact_patterns  # built once: the allowlist matcher is cached by it
 
     def add(self, shown: str, data: bytes, memory: bool) -> None:
         if len(data) > MAX_BYTES:
@@ -100,7 +101,7 @@ class Scanner:
         self.report.files += 1
         self.report.bytes += len(data)
         finder = self._find[1] if memory else self._find[0]
-        for found in finder(text, self.config.redact_patterns):
+        for found in finder(text, self._patterns):
             self.report.leaks.append(Leak(shown, found.line, found.col, found.rule, found.masked(text)))
 
     def too_large(self, shown: str, size: int) -> bool:
