@@ -213,3 +213,16 @@ def test_superseded_without_a_successor() -> None:
     text = prs.memory(prs.REPLACED, "old", status="superseded").encode()
     problems = check_memory_pr(CheckInput([(f".ai/open-memex/{prs.REPLACED}.md", text)]))
     assert [p.message for p in problems] == [f"{prs.REPLACED} has status superseded but no superseded_by"]
+
+
+def test_the_fast_path_prints_exactly_what_the_full_cli_prints(cli: object, pr_repo: object, capsys: pytest.CaptureFixture[str]) -> None:
+    from openmemex.cli import shared
+
+    pr_repo("chain-two-replacements")  # type: ignore[operator]
+    for argv in (["check", "--base", "main"], ["check", "--base=main", "--format", "github"], ["check"],
+                 ["check", "--format", "json", "--", f".ai/open-memex/{prs.NEW}.md"], ["check", "--base", "nope"]):  # fmt: skip
+        full = cli(*argv)  # type: ignore[operator]
+        capsys.readouterr()
+        code = shared.fast(argv)
+        fast = capsys.readouterr()
+        assert (code, fast.out, fast.err) == (full.rc, full.out, full.err), argv
