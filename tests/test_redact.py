@@ -455,6 +455,14 @@ CODE = [
     "    `AccountKey=[a-zA-Z0-9+\\/=]{88}`",
     "'https://x-access-token:TOKEN@github.com/acme/widgets.git'",
     "The project key is ``project__<name>__<12 hex of sha256>``.",
+    "        + 'Credential=' + access_key + '/' + credential_scope",
+    "    headers = {'x-amz-date': timestamp, 'Authorization': v4auth_header}",
+    "    def get_test_files(self, dir, pat='test_*.py'):",
+    "    pat = a*cos(b)*cos(c) + d*sin(e)",
+    '    "output_token": "CloudFrontOriginAccessIdentityList.NextMarker",',
+    '    "output_token": "NextContinuationToken || NextKeyMarker",',
+    '    "CustomerMasterKeySpec": "RSA_2048",',
+    '        (f"CI uses GITHUB_TOKEN=ghp_{pick(36)} until the rotation", "github"),',
 ]  # fmt: skip
 
 

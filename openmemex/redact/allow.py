@@ -58,7 +58,7 @@ _MEMBER = re.compile(r"\$?[A-Za-z_]\w*(?:(?:->|::)[A-Za-z_]\w*)+")  # $this->sec
 _UUID = re.compile(r"\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?")
 _NOT_SECRET = re.compile(
     r"""(?ix)
-      [0-7][0-9abcdefghjkmnpqrstvwxyz]{25}                           # ULID
+      (?-i:[0-7][0-9A-HJKMNP-TV-Z]{25})                              # ULID (upper case, as generated)
     | (?:sha(?:1|224|256|384|512)|md5|blake2b?)[:-][A-Za-z0-9+/=_-]+  # sha256:…, sha512-… (lockfiles)
     | h1:[A-Za-z0-9+/]{40,}={0,2}                                    # go.sum
     | v?\d+(?:\.\d+)+(?:[-+][\w.]+)?                                 # versions
@@ -77,7 +77,7 @@ _NOT_SECRET = re.compile(
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
 # project__<name>__<hash>, ${VAR} or {{ var }} inside a value, a printf field (factory_%s)
-_TEMPLATE_PART = re.compile(r"<[A-Za-z_][\w -]{0,30}>|\$\{[\w.-]+\}|\{\{[^}]*\}\}|(?:^|[\s_:{(=./-])%(?:\(\w+\))?[sdrv](?![A-Za-z0-9])")
+_TEMPLATE_PART = re.compile(r"<[A-Za-z_][\w -]{0,30}>|\{[A-Za-z_]\w*(?:\([^)]*\))?\}|\$\{[\w.-]+\}|\{\{[^}]*\}\}|(?:^|[\s_:{(=./-])%(?:\(\w+\))?[sdrv](?![A-Za-z0-9])")
 _FORMAT_ONLY = re.compile(r"(?:%(?:\(\w+\))?[sdrv]|\{\w*\}|[^A-Za-z0-9%{}])+")  # %s:%s, {}:{}
 _PATTERN = re.compile(r"[A-Za-z0-9]\|[A-Za-z0-9]|\[[^\]]*[a-zA-Z0-9]-[a-zA-Z0-9][^\]]*\]|\[[A-Za-z0-9]{2,}\][-+*?{]|\[\^|\\[dwsbDWS]|\{\d+(?:,\d*)?\}|\(\?[:!=<]|\.[*+]")
 _WORDS = re.compile(r"[\s_.,/:;'|#。，；：、-]+")
@@ -86,7 +86,9 @@ _CHUNKS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _VOWELS = frozenset("aeiouyAEIOUY")
 _CONSONANT_RUN = re.compile(r"[b-df-hj-np-tv-xz]{5}")
 _CAMEL_WORD = re.compile(r"[A-Z][a-z]{2,}")
-_NAME_PATH = re.compile(r"[A-Za-z_][\w-]*(?:[./:][A-Za-z_][\w-]*)+")
+_NAME_PATH = re.compile(r"[A-Za-z_][\w-]*(?:\[[^\]]*\])?(?:[./:][A-Za-z_][\w-]*(?:\[[^\]]*\])?)+")
+_FILE_GLOB = re.compile(r"[\w.-]*\*[\w.-]*\.[A-Za-z]{1,5}")
+_EXPRESSION_TOKENS = re.compile(r"[A-Za-z_]\w*|\d+|\S")
 _VERSIONISH = re.compile(r"v?\d{1,4}")
 
 
@@ -129,6 +131,7 @@ def is_pattern(value: str) -> bool:
     written in a rule table or a doc, not a secret."""
     stem = value.rstrip("*").rstrip("-_:/!")
     glob = value.endswith("*") and stem.replace("-", "").replace("_", "").isalpha()  # AmazonSageMaker-*
+    glob = glob or _FILE_GLOB.fullmatch(value) is not None  # test_*.py
     return _PATTERN.search(value) is not None or glob
 
 
@@ -212,11 +215,12 @@ def looks_random(value: str, min_length: int = 16, min_entropy: float = 3.5) -> 
     return len(value) >= min_length and char_classes(value) >= 2 and entropy(value) >= min_entropy
 
 
-def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False) -> bool:
+def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False, data: bool = False) -> bool:
     """Could this value, given to a name like ``password``, be a real credential?
 
     Short passwords count (``hunter2``), punctuation counts (``Tr0ub4dor&3horse``), spaces
     count inside quotes (a JSON password with spaces); words, references and data do not.
+    ``data``: the value is data whatever it looks like (a URL query value), never code.
     """
     if len(value) < 5 or is_placeholder(value) or is_public_shape(value, uuid_ok=uuid_ok) or is_path_or_url(value):
         return False
@@ -228,8 +232,12 @@ def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False) -> bo
         return False  # [PAD], {…}: a list, a mapping, a special token
     if is_prose(value):
         return False
+    if data:
+        return True
     if identifier(value) and not any(ch.isdigit() for ch in value):
         return False  # an identifier without digits: a variable, a constant, an enum member, a word
+    if _name_path(value) or _expression(value):
+        return False  # CloudFrontOriginAccessIdentityList.NextMarker, NextToken || Marker: code
     # a path or a credential scope (key-id/20240101/us-east-1/s3/aws4_request) is not either
     return not ("/" in value and _worded(value, 2))
 
@@ -251,6 +259,8 @@ def identifier(value: str) -> bool:
     SeEMNnCTYJgaPRPW) split into short or unpronounceable chunks."""
     if _IDENT.fullmatch(value) is None:
         return False
+    if len(value) <= 3:
+        return True  # a, cos, pw: too short to be anything but a name
     total = in_words = numbers = 0
     for chunk in _CHUNKS.findall(value):
         if chunk.isdigit():
@@ -272,16 +282,29 @@ def type_name(value: str) -> bool:
     ed25519.Ed25519PrivateKey); random tokens do not split into words."""
     parts = value.split(".")
     last = parts[-1]
-    return (last[:1].isupper() and len(_CAMEL_WORD.findall(last)) >= 2
-            and all(identifier(p) or (p.isalnum() and len(p) <= 12) for p in parts[:-1]) and identifier(last))  # fmt: skip
+    if not (last[:1].isupper() and len(_CAMEL_WORD.findall(last)) >= 2 and identifier(last)):
+        return False
+    if any(len(c) < 3 and not c.isdigit() and not c.isupper() and not c.istitle() for c in _CHUNKS.findall(last)):
+        return False  # a stray letter or two (…7eGIi…): random, not words
+    return all(identifier(p) or (p.isalnum() and len(p) <= 12) for p in parts[:-1])
+
+
+def _expression(value: str) -> bool:
+    """Names joined by operators (NextContinuationToken || NextKeyMarker): an expression."""
+    tokens = _EXPRESSION_TOKENS.findall(value)
+    names = [t for t in tokens if t[0].isalpha() or t[0] == "_"]
+    code = "||" in value or "&&" in value or any(t in ".[(" for t in tokens)  # not Refund75&deploy
+    if len(names) < 2 or not code or not all(identifier(t) for t in names):
+        return False
+    return all(t.isdigit() or t in names or t in "|&+*/.[]()=<>!:,-" for t in tokens)
 
 
 def _name_path(value: str) -> bool:
     """A property or a namespaced name (io.modelcontextprotocol/clientInfo, stateMachine:createdBy)."""
     if _NAME_PATH.fullmatch(value) is None:
         return False
-    parts = [p for p in re.split(r"[./:]", value) if p]
-    wordy = [p for p in parts if p.replace("-", "").replace("_", "").isalpha() and identifier(p.replace("-", "_"))]
+    parts = [p for p in re.split(r"[./:]|\[[^\]]*\]", value) if p]
+    wordy = [p for p in parts if len(p) >= 4 and p.replace("-", "").replace("_", "").isalpha() and identifier(p.replace("-", "_"))]
     return len(wordy) >= 2 or any(len(p) >= 10 for p in wordy)
 
 

@@ -112,7 +112,8 @@ def _in_code(text: str, m: re.Match[str], value: str, vend: int, quoted: bool) -
     """The pair is code, not a setting: a type annotation (``key: PKCS12PrivateKeyTypes | None``)
     or a string fragment glued to a variable (``" --username=" + auth``)."""
     if quoted:
-        return _CONCATENATION.match(text, vend) is not None
+        # " --username=" + auth, ' + access_key + ': a piece of a string being built
+        return _CONCATENATION.match(text, vend) is not None or value.startswith("+ ") or value.endswith(" +")
     op = m.group("op") if "op" in m.re.groupindex else None
     return op == ":" and allow.type_name(value) and _ANNOTATION_END.match(text, vend) is not None
 
@@ -247,7 +248,7 @@ class Parser:
             return
         floor = vstart - _CONTEXT_SPAN if vstart > _CONTEXT_SPAN else 0
         # "Datadog API key", "DD_API_KEY", "dd-api-key": one spelling for the provider names
-        phrase = low[floor:vstart].replace(" ", "_").replace("-", "_")
+        phrase = names.CAMEL.sub("_", text[floor:vstart]).lower().replace(" ", "_").replace("-", "_")
         hit = {i for m in self._context_words.finditer(phrase) for i in self._rules_by_word[m.group()]}
         for check in (self.context_rules[i] for i in sorted(hit)):
             if (not check.also or any(a in phrase for a in check.also)) and check.value.fullmatch(value) \
@@ -256,7 +257,7 @@ class Parser:
                 out.append((vstart, vend, SPECIFIC, check.id))
                 return
         if query:
-            ok = allow.plausible_password(value, quoted=quoted) if power is Strength.STRONG else \
+            ok = allow.plausible_password(value, quoted=quoted, data=True) if power is Strength.STRONG else \
                 allow.plausible_key(value, hex_ok=True, min_length=12, min_entropy=3.0)  # fmt: skip
             if ok:
                 out.append((vstart, vend, GENERIC_TIER, QUERY))

@@ -26,7 +26,7 @@ class Strength(IntEnum):
     STRONG = 2
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[^0-9a-z\u0080-\uffff]+")
 
 # Substrings that make any word strong.
@@ -59,7 +59,8 @@ _NEVER = frozenset(
     lifetime period retries attempts page pagination continuation paging next previous prev csrf
     xsrf idempotency cache method methods num number sample example examples template encoding
     secretname secretref secretkeyref valuefrom scope scopes
-    py md json yaml yml toml txt js ts rs sh cfg ini conf log csv html css
+    py md json yaml yml toml txt js ts rs sh cfg ini conf log csv html css spec specs state status
+    origin kind
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 
@@ -69,7 +70,7 @@ _NEVER_SUFFIXES = tuple(w for w in _NEVER if len(w) >= 3)
 
 def words(name: str) -> list[str]:
     """``dbPassword`` → [db, password]; ``X-Api-Key`` → [x, api, key]; ``PGPASSWORD`` → [pgpassword]."""
-    return [w for w in _SPLIT.split(_CAMEL.sub("_", name).lower()) if w]
+    return [w for w in _SPLIT.split(CAMEL.sub("_", name).lower()) if w]
 
 
 def _strong_word(word: str, last: bool) -> bool:

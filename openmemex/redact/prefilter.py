@@ -162,6 +162,7 @@ class KeywordIndex:
                 yield at, fired
                 at = find(word, at + 1)
         ascii_only = low.isascii()  # O(1): a flag CPython keeps on every string
+        credential = self.triggers.get(CREDENTIAL, {})
         for word, source in self.credentials:
             # ``in`` first: cheaper than starting a regex scan, and most words are absent
             if (ascii_only and not word.isascii()) or word not in low:
@@ -169,7 +170,7 @@ class KeywordIndex:
             rx = self._compiled.get(word)
             if rx is None:
                 rx = self._compiled[word] = re.compile(source, re.VERBOSE)
-            fired = self.triggers[CREDENTIAL][word]
+            fired = credential[word]
             for m in rx.finditer(low):
                 yield m.start(), fired
 

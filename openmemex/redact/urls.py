@@ -37,10 +37,10 @@ BASIC = "basic-auth"
 CURL = "curl-basic-auth"
 
 
-def _real_password(password: str, user: str) -> bool:
+def _real_password(password: str, user: str, *, encoded: bool = True) -> bool:
     if not password or password.lower() in _DEFAULT_PASSWORDS or password == user or "," in user:
         return False  # … or a list of hosts: https://a.com:123,b:c@d.com
-    if allow.is_prose(urllib.parse.unquote(password)):
+    if allow.is_prose(urllib.parse.unquote(password) if encoded else password):
         return False  # org:repo@sha, jo%40email.com:a%20secret@host: words from a doc
     return not allow.is_placeholder(password) and not password.startswith(("$", "%", "{"))
 
@@ -75,8 +75,8 @@ def _b64_credentials(value: str) -> bool:
 
 
 def _token_like(value: str) -> bool:
-    if allow.is_reference(value) or allow.is_pattern(value):
-        return False
+    if allow.is_reference(value) or allow.is_pattern(value) or allow.identifier(value.rstrip("})];,")):
+        return False  # code: 'Authorization': v4auth_header
     return len(value) >= 8 and not allow.is_placeholder(value) and not value.startswith(("$", "%", "{", "<")) \
         and (any(ch.isdigit() for ch in value) or allow.looks_random(value, 16, 3.0))  # fmt: skip
 
@@ -108,5 +108,5 @@ def curl_window(text: str, low: str, start: int, end: int, out: list[Candidate])
     """``curl -u user:password``: the password."""
     for m in _CURL_USER.finditer(text, start, end):
         password = m.group("pw")
-        if _real_password(password, m.group("user")):
+        if _real_password(password, m.group("user"), encoded=False):
             out.append((m.start("pw"), m.end("pw"), GENERIC_TIER, CURL))
