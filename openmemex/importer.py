@@ -28,7 +28,7 @@ from .index import Folder, placeholders
 from .memfile import MemoryFileError, parse_memory
 from .model import PERSONAL_KEY, Memory
 from .text import content_hash
-from .write import _clean_all, clean, exact_duplicate
+from .write import clean, clean_all, exact_duplicate
 
 CHUNK = 500  # memories decided and written per hold of the scope's lock
 
@@ -98,7 +98,7 @@ def admit(ctx: Context, memory: Memory) -> list[str]:
         memory.project_name = ctx.project.name
     else:
         raise UsageError(f"scope {memory.scope!r} cannot be imported (personal and project only)")
-    (body, tags, aliases), masked, _ = _clean_all(ctx, memory.body, memory.tags, memory.aliases)
+    (body, tags, aliases), masked, _ = clean_all(ctx, memory.body, memory.tags, memory.aliases)
     memory.body, memory.tags, memory.aliases = body, tags, aliases
 
     def scrub(value: object) -> object:

@@ -111,7 +111,7 @@ def add_memory(
     folder = ctx.write_folder(scope)
     if not content.strip():
         raise UsageError("nothing to save: the memory text is empty")
-    cleaned, masked, private = _clean_all(ctx, content, tags, aliases)
+    cleaned, masked, private = clean_all(ctx, content, tags, aliases)
     body, clean_tags, clean_aliases = cleaned
     if not ctx.config.values.get("captureAliases", True):
         clean_aliases = []
@@ -185,9 +185,12 @@ def _add_locked(
     return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
 
 
-def _clean_all(
+def clean_all(
     ctx: Context, content: str, tags: list[str] | str | None, aliases: list[str] | None
 ) -> tuple[tuple[str, list[str], list[str]], list[str], int]:
+    """The admission barrier every write path shares (add, supersede, import): checked
+    text, ``<private>`` removed and secrets masked in the body, tags and aliases.
+    Returns ((body, tags, aliases), masked rule ids, number of private spans)."""
     check_text(content, "the memory text")
     for value in [*(normalize_tags(tags)), *(aliases or [])]:
         check_text(value, "a tag or alias")
@@ -289,7 +292,7 @@ def _supersede_locked(
     _check_choice("source", source, SOURCES)
     if not content.strip():
         raise UsageError("nothing to save: the new memory text is empty")
-    cleaned, masked, private = _clean_all(
+    cleaned, masked, private = clean_all(
         ctx, content, tags if tags is not None else old.tags, aliases if aliases is not None else old.aliases
     )
     body, clean_tags, clean_aliases = cleaned
