@@ -76,10 +76,26 @@ _NOT_SECRET = re.compile(
     """
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# project__<name>__<hash>, ${VAR} or {{ var }} inside a value, a printf field (factory_%s)
-_TEMPLATE_PART = re.compile(r"<[A-Za-z_][\w -]{0,30}>|\{[A-Za-z_]\w*(?:\([^)]*\))?\}|\$\{[\w.-]+\}|\{\{[^}]*\}\}|(?:^|[\s_:{(=./-])%(?:\(\w+\))?[sdrv](?![A-Za-z0-9])")
+# Template fields inside a value.
+_TEMPLATE_PART = re.compile(
+    r"""<[A-Za-z_][\w\ -]{0,30}>                     # project__<name>__<hash>
+    | \{[A-Za-z_][\w.]*[}(]                       # {name}, {rng.randint(9, 99)} (f-strings)
+    | \$\{[\w.-]+\} | \{\{[^}]*\}\}                 # ${VAR}, {{ var }}
+    | (?:^|[\s_:{(=./-])%(?:\(\w+\))?[sdrv](?![A-Za-z0-9])  # factory_%s, %(user)s
+    """,
+    re.VERBOSE,
+)
 _FORMAT_ONLY = re.compile(r"(?:%(?:\(\w+\))?[sdrv]|\{\w*\}|[^A-Za-z0-9%{}])+")  # %s:%s, {}:{}
-_PATTERN = re.compile(r"[A-Za-z0-9]\|[A-Za-z0-9]|\[[^\]]*[a-zA-Z0-9]-[a-zA-Z0-9][^\]]*\]|\[[A-Za-z0-9]{2,}\][-+*?{]|\[\^|\\[dwsbDWS]|\{\d+(?:,\d*)?\}|\(\?[:!=<]|\.[*+]")
+# Regular expressions describing secrets, written in rule tables and docs.
+_PATTERN = re.compile(
+    r"""[A-Za-z0-9]\|[A-Za-z0-9]                     # float64|complex64, a|b
+    | \[[^\]]*[a-zA-Z0-9]-[a-zA-Z0-9][^\]]*\]       # [a-zA-Z0-9+/]
+    | \[[A-Za-z0-9]{2,}\][-+*?{]                    # xox[baprs]-
+    | \[\^ | \\[dwsbDWS] | \{\d+(?:,\d*)?\}       # [^…], \d, {88}
+    | \(\?[:!=<] | \.[*+]                            # (?:…), .*
+    """,
+    re.VERBOSE,
+)
 _WORDS = re.compile(r"[\s_.,/:;'|#。，；：、-]+")
 _SEGMENTS = re.compile(r"[_.:/-]+")
 _CHUNKS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
