@@ -10,7 +10,6 @@ argument that is not valid UTF-8) goes to the full CLI, so help and errors read 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -149,6 +148,8 @@ def sarif(report: ScanReport) -> dict[str, Any]:
 
 
 def _json(document: Any) -> None:
+    import json  # only for --format json/sarif: a text run never loads it
+
     sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
 
