@@ -37,16 +37,20 @@ class UserRules(tuple[str, ...]):
 
     @staticmethod
     def matcher(entries: tuple[str, ...]) -> Callable[[str], bool] | None:
-        """A predicate telling whether a secret value is allowlisted, or None for no entries."""
-        if not entries:
-            return None
-        exact = frozenset(entries)
-        regexes = [rx for rx in map(_compile, entries) if rx is not None]
+        """A predicate telling whether a secret value is allowlisted, or None for no entries;
+        built once per allowlist, so a bulk scan pays for it once."""
+        return _matcher(entries) if entries else None
 
-        def allowed(value: str) -> bool:
-            return value in exact or any(rx.fullmatch(value) for rx in regexes)
 
-        return allowed
+@lru_cache(maxsize=32)
+def _matcher(entries: tuple[str, ...]) -> Callable[[str], bool]:
+    exact = frozenset(entries)
+    regexes = [rx for rx in map(_compile, entries) if rx is not None]
+
+    def allowed(value: str) -> bool:
+        return value in exact or any(rx.fullmatch(value) for rx in regexes)
+
+    return allowed
 
 
 @lru_cache(maxsize=256)
