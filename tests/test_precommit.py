@@ -121,3 +121,30 @@ def test_try_repo_passes_on_a_clean_repository(hooks_repo: tuple[Path, dict[str,
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "open-memex secret scan" in proc.stdout and "open-memex memory check" in proc.stdout
     assert proc.stdout.count("Passed") == 2
+
+
+def test_docs_ci_workflow_and_snippets_parse() -> None:
+    """docs/ci.md stays copy-pasteable: the workflow is valid YAML that checks out the whole
+    history and runs both commands; the pre-commit snippets load with pre-commit's schema."""
+    import re
+
+    import yaml
+    from pre_commit.clientlib import load_config
+
+    text = (ROOT / "docs" / "ci.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    workflow = next(b for b in blocks if isinstance(b, dict) and "jobs" in b)
+    steps = workflow["jobs"]["memories"]["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@") and steps[0]["with"]["fetch-depth"] == 0
+    assert steps[1]["uses"].startswith("actions/setup-python@")
+    runs = [step.get("run") for step in steps]
+    assert "pip install open-memex" in runs
+    assert "git memex check --base origin/${{ github.base_ref }} --format github" in runs
+    assert "open-memex scan --format github" in runs
+    config = next(b for b in blocks if isinstance(b, dict) and "repos" in b)
+    assert [h["id"] for h in config["repos"][0]["hooks"]] == ["open-memex-secrets", "open-memex-check"]
+    snippet = re.search(r"```yaml\n(repos:.*?)```", text, re.S)
+    assert snippet is not None
+    tmp = Path(tempfile.mkdtemp(dir=_SESSION_DIR)) / ".pre-commit-config.yaml"
+    tmp.write_text(snippet.group(1))
+    assert load_config(str(tmp))["repos"][0]["rev"] == "v0.1.0"
