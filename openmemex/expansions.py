@@ -119,6 +119,14 @@ def _forms(token: str) -> set[str]:
     return out
 
 
+def stem(word: str) -> str:
+    """A crude stem for attribution ("throttling" → "throttl"): the shortest base form of
+    ``_forms`` minus a final e, at least four letters."""
+    base = min(_forms(word), key=len)
+    base = base[:-1] if base.endswith("e") and len(base) > 4 else base
+    return base if len(base) >= 4 else word
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(CJK_RUN.sub(" ", text.lower().replace("-", " ")))
 

@@ -25,7 +25,7 @@ from .ids import parse_time
 from .model import Memory
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 8  # 8: D80 expansions (D83), their CJK grams apart, D81 alias/target; 6: index_info (epoch)
+SCHEMA_VERSION = 8  # 8: D80 expansions (D83), their CJK grams apart, D81 alias/target, row counter; 6: epoch
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
@@ -76,14 +76,17 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
   tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
   INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
   VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk, new.cjk_expansions);
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
   INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
   VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk, old.cjk_expansions);
 END;
 CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
   INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
   VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk, old.cjk_expansions);
   INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
@@ -310,9 +313,17 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
         for statement in _split_sql(_SCHEMA):
             conn.execute(statement)
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
         # no rows yet: they will be written with the map in force now
         conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def rows_version(conn: sqlite3.Connection) -> int:
+    """Changes with every memory row written or removed (a trigger counts them), by any
+    process: a cache of row-derived data (the embeddings lane's vectors) holds while it does."""
+    row = conn.execute("SELECT value FROM index_info WHERE key = 'rows'").fetchone()
+    return int(row[0]) if row else -1
 
 
 def epoch(conn: sqlite3.Connection) -> str:

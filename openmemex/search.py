@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from . import aliases, freshness
 from .context import Context
 from .errors import UsageError
-from .expansions import ablated
+from .expansions import ablated, members, stem
 from .index import placeholders, split_tags
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
-from .text import build_query, check_text, identifiers, normalize_ws
+from .text import build_query, check_text, cjk_query_terms, identifiers, latin_terms, normalize_ws
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
@@ -146,9 +146,8 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     overfetch = min(3 * limit + 10, 150)
     rewrites = [] if ablated("no-aliases") else aliases.rounds(query, aliases.registry(ctx.conn, dirs))
     result.rewrites = [r.label() for r in rewrites]
-    round_rows: list[list[sqlite3.Row]] = [_fetch(ctx, expression, dirs, type, overfetch)]
-    for rewrite in rewrites:
-        round_rows.append(_fetch(ctx, build_query(rewrite.text), dirs, type, overfetch))
+    expressions = [expression, *(build_query(r.text) for r in rewrites)]
+    round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
     if explain:
         result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
     candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)])
@@ -157,13 +156,14 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     if model is not None:
         from .embeddings import fuse, vector_candidates
 
-        near = vector_candidates(ctx, model, query, dirs, type, overfetch)
+        near = vector_candidates(ctx, model, query, dirs, type, 2 * limit + 4)
         candidates = fuse(ctx, candidates, near, _Candidate)
         result.lanes = ["bm25", f"vector:{model}"]
     result.candidates = len(candidates) + result.hidden_retracted
-    result.hits = _resolve(ctx, candidates, dirs, type, result)
-    _order(result.hits)
-    result.hits = result.hits[:limit]
+    resolved = _resolve(ctx, candidates, dirs, type, result)
+    terms = (latin_terms(query), cjk_query_terms(query))
+    result.hits = [_hit(target, cand, terms) for target, cand in _order(resolved)[:limit]]
+    _explain_order(result.hits, resolved)
     return result
 
 
@@ -202,9 +202,7 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None, ove
         f"SELECT m.*, memories_fts.rank AS rank, "
         f"snippet(memories_fts, 0, '[', ']', ' … ', 12) AS snip, "
         f"highlight(memories_fts, 1, '\x01', '\x02') AS tag_hl, "
-        f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl, "
-        f"highlight(memories_fts, 3, '\x01', '\x02') AS exp_hl, "
-        f"highlight(memories_fts, 6, '\x01', '\x02') AS cjk_exp_hl "
+        f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl "
         f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
         f"AND m.dir IN ({marks}){type_clause} AND m.status NOT IN ('retracted', 'archived') "
@@ -263,14 +261,15 @@ def _literal_bonus(candidates: list[_Candidate], words: list[str]) -> None:
 
 
 def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: str | None,
-             result: SearchResult) -> list[Hit]:  # fmt: skip
+             result: SearchResult) -> list[tuple[sqlite3.Row, _Candidate]]:  # fmt: skip
     """Superseded matches answer with the newest member of their chain (one hit per
-    chain, the best relevance any member earned); hidden members never show."""
+    chain, the best relevance any member earned); hidden members never show. Returns
+    (the memory to show, the candidate that found it), by relevance."""
     by_id: dict[str, sqlite3.Row] = {}
     for cand in candidates:
         by_id.setdefault(cand.row["id"], cand.row)
     seen: set[str] = set()
-    hits: list[Hit] = []
+    out: list[tuple[sqlite3.Row, _Candidate]] = []
     for cand in candidates:
         row = cand.row
         target = row
@@ -287,24 +286,32 @@ def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: 
         if target["id"] in seen:
             continue
         seen.add(target["id"])
-        hits.append(_hit(target, cand))
-    return hits
+        out.append((target, cand))
+    return out
 
 
-def _order(hits: list[Hit]) -> None:
-    """Final order and each hit's reason (shown by ``--explain``)."""
-    raw_rank = {id(h): i for i, h in enumerate(hits)}  # by relevance, as resolved
-    strict = ablated("tiers-strict")
-    for hit in hits:
-        prior = 1.0 if ablated("tiers-none") else TIER_PRIOR.get(hit.tier, 1.0)
-        hit.score = hit.relevance * prior
-    if strict:
-        hits.sort(key=lambda h: (h.tier, -h.relevance))
-    else:
-        hits.sort(key=lambda h: (-h.score, h.tier))
+def _tier_of(row: sqlite3.Row) -> int:
+    return tier(row["location"], row["scope"], row["review_state"], row["status"])
+
+
+def _order(resolved: list[tuple[sqlite3.Row, _Candidate]]) -> list[tuple[sqlite3.Row, _Candidate]]:
+    """The final order: relevance × tier prior (ties: better tier); strict tiers and no
+    tiers are the benchmark's ablations."""
+    if ablated("tiers-strict"):
+        return sorted(resolved, key=lambda rc: (_tier_of(rc[0]), -rc[1].relevance))
+    if ablated("tiers-none"):
+        return sorted(resolved, key=lambda rc: -rc[1].relevance)
+    return sorted(resolved, key=lambda rc: (-rc[1].relevance * TIER_PRIOR.get(_tier_of(rc[0]), 1.0), _tier_of(rc[0])))
+
+
+def _explain_order(hits: list[Hit], resolved: list[tuple[sqlite3.Row, _Candidate]]) -> None:
+    """Each hit's final score and the reason it stands where it does (``--explain``)."""
+    by_relevance = {target["id"]: i for i, (target, _) in enumerate(resolved)}
+    none = ablated("tiers-none")
     for final, hit in enumerate(hits):
-        before = raw_rank[id(hit)]
-        prior = hit.score / hit.relevance if hit.relevance else 1.0
+        prior = 1.0 if none else TIER_PRIOR.get(hit.tier, 1.0)
+        hit.score = hit.relevance * prior
+        before = by_relevance[hit.id]
         why = f"relevance {hit.relevance:.3f} × {TIER_NAMES[hit.tier]} prior {prior:g}"
         if final < before:
             why += f"; up from #{before + 1} by relevance (tier preferred)"
@@ -325,21 +332,24 @@ def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool
     return inside is None and not replacement_missing(ctx.conn, nxt)
 
 
-def _marked(highlighted: str | None) -> list[str]:
-    """Entries of a comma-joined column that hold a highlighted token, marks removed; a
-    CJK entry of the expansions column is its word followed by its grams."""
+def _synonyms(row: sqlite3.Row, latin: list[str], cjk: list[str]) -> list[str]:
+    """The D80 variants of ``row`` the query's terms reach — worked out for the shown hits
+    only, in Python, rather than by a ``highlight()`` of two more columns for every
+    candidate of every round. Latin terms match as the index does: a prefix of the word
+    or of its stem."""
     out = []
-    for part in (highlighted or "").split(", "):
-        if "\x01" in part:
-            clean = part.replace("\x01", "").replace("\x02", "").strip()
-            out.append(clean.split(" ")[0])
-    return list(dict.fromkeys(out))
+    for member in members(row["expansions"]):
+        words = member.lower().replace("-", " ").split()
+        if any(w.startswith(t) or t.startswith(stem(w)) for t in latin for w in words):
+            out.append(member)
+    out.extend(m for m in members(row["cjk_expansions"]) if any(g in m for g in cjk))
+    return out
 
 
-def _hit(target: sqlite3.Row, cand: _Candidate) -> Hit:
+def _hit(target: sqlite3.Row, cand: _Candidate, terms: tuple[list[str], list[str]]) -> Hit:
     matched = cand.row
-    keys = matched.keys()
-    snip = matched["snip"] if "snip" in keys else None
+    marks = matched if "snip" in matched.keys() else None  # noqa: SIM118 (Row: `in` tests values)
+    snip = marks["snip"] if marks is not None else None
     if target["id"] == matched["id"] and "[" in (snip or ""):
         snippet = normalize_ws(snip or "")
     else:
@@ -348,13 +358,13 @@ def _hit(target: sqlite3.Row, cand: _Candidate) -> Hit:
     synonyms: list[str] = []
     if snip is None:
         via = "vector"
-    elif "\x01" in (matched["alias_hl"] or ""):
+    elif marks is not None and "\x01" in (marks["alias_hl"] or ""):
         via = "alias"
         snippet += f" (aka: {matched['aliases']})"
-    elif "\x01" in (matched["tag_hl"] or ""):
+    elif marks is not None and "\x01" in (marks["tag_hl"] or ""):
         via = "tags"
-    if snip is not None:
-        synonyms = _marked(matched["exp_hl"]) + _marked(matched["cjk_exp_hl"])
+    if marks is not None:
+        synonyms = _synonyms(matched, *terms)
     if via == "body" and "[" not in (snip or ""):
         via = "synonym" if synonyms else ("cjk" if matched["cjk"] else "type")
     if synonyms:

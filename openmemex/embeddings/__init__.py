@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MemexError
@@ -70,21 +70,24 @@ _loaded: dict[str, EmbeddingProvider] = {}
 @dataclass
 class _Cache:
     conn: sqlite3.Connection  # held, so its id is never another connection's (no weakrefs to these)
-    key: tuple[int, int, int, str]
+    key: tuple[str, int, str]
     rowids: Any  # numpy int64 array
     dirs: list[str]
     dir_index: Any
     types: list[str]
     matrix: Any
+    masks: dict[tuple[str, ...], Any] = field(default_factory=dict)  # searched folders -> row mask
 
 
 _caches: dict[str, _Cache] = {}  # model -> the vectors of the last connection that searched
 
 
-def _state(conn: sqlite3.Connection, model: str) -> tuple[int, int, int, str]:
-    """Changes when any process committed to the index (``data_version``) or this
-    connection wrote (``total_changes``): the vectors in memory are current while it holds."""
-    return (id(conn), int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes, model)
+def _state(conn: sqlite3.Connection, model: str) -> tuple[str, int, str]:
+    """The vectors in memory are current while no memory row changed (in any process: a
+    trigger counts row writes, ``index.rows_version``) and the index is the same file (a
+    rebuilt one has a new epoch)."""
+    info = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
+    return (str(info.get("epoch", "")), int(info.get("rows", -1)), model)
 
 
 def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
@@ -149,10 +152,13 @@ def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], typ
     cache = _matrix(ctx, prov)
     if not len(cache.rowids):
         return []
-    wanted = [i for i, d in enumerate(cache.dirs) if d in set(dirs)]
-    mask = np.isin(cache.dir_index, wanted)
+    key = tuple(dirs)
+    mask = cache.masks.get(key)
+    if mask is None:
+        wanted = [i for i, d in enumerate(cache.dirs) if d in set(dirs)]
+        mask = cache.masks[key] = np.isin(cache.dir_index, wanted)
     if type is not None:
-        mask &= np.array([t == type for t in cache.types])
+        mask = mask & np.array([t == type for t in cache.types])
     sims = cache.matrix @ prov.embed_query(query).astype(np.float32)
     sims = np.where(mask, sims, -np.inf)
     count = min(k, int(mask.sum()))

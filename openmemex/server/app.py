@@ -192,7 +192,8 @@ def build(session: Session, drafts: int | None = None) -> Any:
             for hit in result.hits:
                 kind = "personal" if hit.scope == "personal" else "project"
                 tag = state_tag(hit.scope, hit.review_state, hit.status)
-                lines.append(f"- [{kind}/{hit.type}]{' ' + tag if tag else ''} id={hit.id}")
+                lane = f" lane={hit.lane}" if len(result.lanes) > 1 else ""  # recall receipt when vectors are on
+                lines.append(f"- [{kind}/{hit.type}]{' ' + tag if tag else ''} id={hit.id}{lane}")
                 lines.append(f"  {_flat(hit.snippet)}")
             return "\n".join(lines), result.to_json(), False
 
