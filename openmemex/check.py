@@ -103,17 +103,21 @@ def _check_file(path: str, data: bytes, base: bytes | None, user_patterns: Seque
         too_big = f"file too large ({len(data) / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit)"
         return light_entry(path, data[:4096]), [Problem(path, 1, "schema", too_big, "a memory is a short note: split it or link to a document")]
     text = data.decode("utf-8", errors="replace")
+    leaks = find_secrets_in_memory_file(text, user_patterns)
     problems = [
         Problem(path, leak.line, "secret", f"possible secret ({leak.rule}) at column {leak.col}: {_one_line(leak.masked(text))}",
                 "remove the value (supersede the memory with it left out), or keep a deliberate example with "
                 "open-memex:allow on its line; if it was ever pushed, rotate it — git history keeps it")
-        for leak in find_secrets_in_memory_file(text, user_patterns)
+        for leak in leaks
     ]  # fmt: skip
     try:
         memory = parse_memory(data)
     except MemoryFileError as exc:
         entry = light_entry(path, data)
-        problems.insert(0, Problem(path, _error_line(text, str(exc)), "schema", str(exc),
+        reason = str(exc)
+        for leak in leaks:  # a schema error quotes the bad value: never a secret in a CI log
+            reason = reason.replace(leak.value(text), leak.masked(text))
+        problems.insert(0, Problem(path, _error_line(text, reason), "schema", reason,
                                    "fix the frontmatter (docs/protocol.md lists every field; the JSON Schema ships in openmemex/schema)"))  # fmt: skip
         return entry, problems
     entry = Entry(path, text, memory.id, memory.supersedes, memory.superseded_by, memory.status, memory)

@@ -226,3 +226,13 @@ def test_the_fast_path_prints_exactly_what_the_full_cli_prints(cli: object, pr_r
         code = shared.fast(argv)
         fast = capsys.readouterr()
         assert (code, fast.out, fast.err) == (full.rc, full.out, full.err), argv
+
+
+def test_a_schema_error_never_quotes_a_secret(cli: object, pr_repo: object) -> None:
+    repo = pr_repo("clean")  # type: ignore[operator]
+    token = prs.fake_token(11)
+    path = repo / ".ai" / "open-memex" / f"{prs.NEW}.md"
+    path.write_text(prs.memory(prs.NEW, "note", state="proposed", history=prs.SUBMIT).replace("role: knowledge", f"role: {token}"))
+    result = cli("check", str(path))  # type: ignore[operator]
+    assert result.rc == 1 and ": schema: field 'role' must be one of" in result.out and ": secret: " in result.out
+    assert token not in result.out + result.err and token[:4] + "x" * 36 in result.out
