@@ -11,6 +11,7 @@ keeps a hash of the map in force and re-derives the column when it changes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -119,6 +120,7 @@ def _forms(token: str) -> set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def stem(word: str) -> str:
     """A crude stem for attribution ("throttling" → "throttl"): the shortest base form of
     ``_forms`` minus a final e, at least four letters."""

@@ -338,10 +338,13 @@ def _synonyms(row: sqlite3.Row, latin: list[str], cjk: list[str]) -> list[str]:
     candidate of every round. Latin terms match as the index does: a prefix of the word
     or of its stem."""
     out = []
-    for member in members(row["expansions"]):
-        words = member.lower().replace("-", " ").split()
-        if any(w.startswith(t) or t.startswith(stem(w)) for t in latin for w in words):
-            out.append(member)
+    if latin:
+        for member in members(row["expansions"]):
+            for word in member.lower().replace("-", " ").split():
+                root = stem(word)
+                if any(word.startswith(t) or t.startswith(root) for t in latin):
+                    out.append(member)
+                    break
     out.extend(m for m in members(row["cjk_expansions"]) if any(g in m for g in cjk))
     return out
 

@@ -160,7 +160,7 @@ def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], typ
     if type is not None:
         mask = mask & np.array([t == type for t in cache.types])
     sims = cache.matrix @ prov.embed_query(query).astype(np.float32)
-    sims = np.where(mask, sims, -np.inf)
+    sims[~mask] = -np.inf
     count = min(k, int(mask.sum()))
     if count == 0:
         return []
