@@ -157,8 +157,9 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         from .embeddings import fuse, vector_candidates
 
         near = vector_candidates(ctx, model, query, dirs, type, 2 * limit + 4)
-        candidates = fuse(ctx, candidates, near, _Candidate)
-        result.lanes = ["bm25", f"vector:{model}"]
+        if near is not None:
+            candidates = fuse(ctx, candidates, near, _Candidate)
+            result.lanes = ["bm25", f"vector:{model}"]
     result.candidates = len(candidates) + result.hidden_retracted
     resolved = _resolve(ctx, candidates, dirs, type, result)
     terms = (latin_terms(query), cjk_query_terms(query))

@@ -51,6 +51,9 @@ def test_lane_end_to_end_with_the_in_wheel_model(cli: Any, data_root: Path) -> N
         assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 4
     finally:
         db.close()
+    assert cli("add", "订单数据库每天凌晨备份。").rc == 0
+    assert _search(cli, "数据库备份")["lanes"] == ["bm25"]  # an English-only model stays out of Chinese
+    assert all(h["lane"] == "bm25" for h in _search(cli, "database backup")["hits"] if "订单" in h["snippet"])
     assert cli("reindex").rc == 0  # vectors are keyed by text: a rebuild keeps them
     assert _search(cli, "--no-embeddings", "cat nap couch") == {"query": "cat nap couch", "hits": [], "lanes": ["bm25"]}
     assert _search(cli, "cat nap couch")["hits"][0]["lane"] == "vector"

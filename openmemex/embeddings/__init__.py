@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MemexError
 from ..index import placeholders, transaction
+from ..text import has_cjk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,6 +45,7 @@ class EmbeddingProvider(Protocol):
 
     name: str
     dim: int
+    multilingual: bool  # False: the lane stays out of Chinese queries and memories (measured: it hurts them)
 
     def embed_documents(self, texts: list[str]) -> Matrix: ...
 
@@ -96,9 +98,10 @@ def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
     conn = ctx.conn
     with transaction(conn):
         conn.execute(_SCHEMA)
+    only_latin = "" if prov.multilingual else " AND m.cjk = ''"
     missing = conn.execute(
         "SELECT m.content_hash, min(m.content) FROM memories m "
-        "WHERE m.status NOT IN ('retracted', 'archived') AND NOT EXISTS "
+        f"WHERE m.status NOT IN ('retracted', 'archived'){only_latin} AND NOT EXISTS "
         "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.content_hash = m.content_hash) GROUP BY m.content_hash",
         (prov.name,),
     ).fetchall()
@@ -128,9 +131,10 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
         return cached
     if refresh(ctx, prov):
         key = _state(conn, prov.name)
+    only_latin = "" if prov.multilingual else " AND m.cjk = ''"  # a Latin-only model reads no Chinese
     rows = conn.execute(
         "SELECT m.rowid, m.dir, m.type, v.vec FROM memories m JOIN vectors v "
-        "ON v.model = ? AND v.content_hash = m.content_hash WHERE m.status NOT IN ('retracted', 'archived')",
+        f"ON v.model = ? AND v.content_hash = m.content_hash WHERE m.status NOT IN ('retracted', 'archived'){only_latin}",
         (prov.name,),
     ).fetchall()
     dirs = sorted({str(r[1]) for r in rows})
@@ -144,11 +148,14 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
 
 
 def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], type: str | None,
-                      k: int) -> list[tuple[int, float]]:  # fmt: skip
-    """(rowid, cosine) of the ``k`` memories nearest to ``query`` in ``dirs``."""
+                      k: int) -> list[tuple[int, float]] | None:  # fmt: skip
+    """(rowid, cosine) of the ``k`` memories nearest to ``query`` in ``dirs``; None when
+    the model cannot read the query (the lane stays out)."""
     import numpy as np
 
     prov = provider(ctx, model)
+    if not prov.multilingual and has_cjk(query):
+        return None
     cache = _matrix(ctx, prov)
     if not len(cache.rowids):
         return []

@@ -48,6 +48,7 @@ class WordLlamaProvider:
 
     name = "wordllama"
     dim = 256
+    multilingual = False  # Llama-2 vocabulary: Chinese comes out as byte pieces (measured on the eval set)
 
     def __init__(self) -> None:
         try:
@@ -114,6 +115,7 @@ class E5Provider:
 
     name = E5_NAME
     dim = 384
+    multilingual = True
 
     def __init__(self, models_dir: Path, progress: Progress | None = None) -> None:
         self.folder = models_dir / E5_NAME
