@@ -61,7 +61,7 @@ def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") ->
             count = len(report.leaks)
             _note(f"{PROG}: {count} possible secret{'s' * (count != 1)} in {report.leaked_files} of {where} — remove "
                   f"{'them' if count != 1 else 'it'} before committing ({ALLOW_HINT}); a secret already pushed must be rotated")  # fmt: skip
-        elif not report.note:
+        elif not report.note and _at_terminal():
             _note(f"{PROG}: no secrets in {where}")
     return 1 if report.leaks or report.unreadable else 0
 
@@ -86,9 +86,18 @@ def run_check(paths: list[str], *, base: str | None = None, format: str = "text"
     else:
         for problem in problems:
             _line(safe(problem.text()))
-    if format == "text":
+    if format == "text" and (problems or _at_terminal()):
         _note(_check_summary(problems, checked, gathered.mode, gathered.base))
     return 1 if problems else 0
+
+
+def _at_terminal() -> bool:
+    """A clean result is said only to a person: pre-commit runs a hook in parallel batches and
+    shows a failing hook's whole output, where "passed" lines of other batches only confuse."""
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _check_summary(problems: list[Problem], checked: list[str], mode: str, base: str | None) -> str:
