@@ -158,7 +158,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
 
         near = vector_candidates(ctx, model, query, dirs, type, 2 * limit + 4)
         if near is not None:
-            candidates = fuse(ctx, candidates, near, _Candidate)
+            candidates = fuse(ctx, model, candidates, near, _Candidate)
             result.lanes = ["bm25", f"vector:{model}"]
     result.candidates = len(candidates) + result.hidden_retracted
     resolved = _resolve(ctx, candidates, dirs, type, result)

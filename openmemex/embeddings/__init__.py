@@ -176,7 +176,8 @@ def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], typ
     return [(int(cache.rowids[i]), float(sims[i])) for i in top]
 
 
-def fuse(ctx: Context, candidates: list[Any], near: list[tuple[int, float]], make: Callable[..., Any]) -> list[Any]:
+def fuse(ctx: Context, model: str, candidates: list[Any], near: list[tuple[int, float]],
+         make: Callable[..., Any]) -> list[Any]:  # fmt: skip
     """Hybrid ranking: relevance = (1 − w)·bm25 relevance + w·vector relevance, where the
     vector relevance is the cosine min-max scaled over the lane's own list (so both lanes
     give their best hit 1.0); each candidate records its lane and cosine."""
@@ -194,12 +195,15 @@ def fuse(ctx: Context, candidates: list[Any], near: list[tuple[int, float]], mak
                                 missing).fetchall()  # fmt: skip
         for row in rows:
             by_row[int(row["rowid"])] = make(row, 0.0, 0.0, 0, "", "vector")
+    latin_only = not provider(ctx, model).multilingual
     for rowid, cand in by_row.items():
         lexical = cand.relevance
         if rowid in vec_rel:
             cand.vector = cosine[rowid]
             if cand.lane != "vector":
                 cand.lane = "both"
+        elif latin_only and cand.row["cjk"]:
+            continue  # a memory the model cannot read keeps its bm25 relevance: no lane voted against it
         cand.relevance = (1 - VECTOR_WEIGHT) * lexical + VECTOR_WEIGHT * vec_rel.get(rowid, 0.0)
     fused = list(by_row.values())
     fused.sort(key=lambda c: -c.relevance)
