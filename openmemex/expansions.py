@@ -120,6 +120,22 @@ def _forms(token: str) -> set[str]:
     return out
 
 
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "es", "ed", "s")
+
+
+@functools.lru_cache(maxsize=8192)
+def _root(word: str) -> str:
+    """A rough porter stand-in: the suffixes porter removes, so "deployment", "deploys"
+    and "deploy" (or "caching" and "cache") share a root."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            if suffix in ("ing", "ings", "ed") and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # "logging" → "log", "shipped" → "ship"
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
 @functools.lru_cache(maxsize=4096)
 def stem(word: str) -> str:
     """A crude stem for attribution ("throttling" → "throttl"): the shortest base form of
@@ -178,9 +194,12 @@ class Expander:
 
     def variants(self, text: str, present: Sequence[str] = ()) -> list[str]:
         """Members of the groups ``text`` touches that it does not already say (nor
-        ``present``, the user's own aliases), at most ``MAX_EXPANSIONS``."""
+        ``present``, the user's own aliases), at most ``MAX_EXPANSIONS``. Inflections of a
+        word already there ("deployment" beside "deploy", "logging" beside "logs") are left
+        out: the index's porter stemmer makes them the same term, so they would only cost."""
         lowered = text.lower()
         have_words = {f for w in _words(text) for f in _forms(w)}
+        roots = {_root(w) for w in _words(text)} | {_root(w) for p in present for w in _words(p)}
         taken = {p.casefold() for p in present}
         out: list[str] = []
         for gi in self.matched_groups(text):
@@ -192,10 +211,12 @@ class Expander:
                         continue
                 else:
                     words = _words(member)
-                    if len(words) == 1 and words[0] in have_words:
+                    if len(words) == 1 and (words[0] in have_words or _root(words[0]) in roots):
                         continue
                     if len(words) > 1 and f" {' '.join(words)} " in f" {' '.join(_words(lowered))} ":
                         continue
+                    if len(words) == 1:
+                        roots.add(_root(words[0]))
                 taken.add(member.casefold())
                 out.append(member)
                 if len(out) == MAX_EXPANSIONS:

@@ -82,9 +82,14 @@ def test_each_expansion_group_reaches_every_member(group: tuple[str, ...]) -> No
         for other in group:
             if other == member or other in got:
                 continue
-            said = other in text if not other.isascii() else set(expansions._words(other)) <= {
-                f for w in expansions._words(text) for f in expansions._forms(w)}  # fmt: skip
-            assert said, f"{member!r} does not bring {other!r}"
+            words, theirs = expansions._words(text), expansions._words(other)
+            said = other in text if not other.isascii() else set(theirs) <= {
+                f for w in words for f in expansions._forms(w)}  # fmt: skip
+            # an inflection of a word the memory or its variants already have is the same term
+            # to the porter-stemmed index, so it is left out
+            known = {expansions._root(w) for w in [*words, *(v for g in got for v in expansions._words(g))]}
+            inflection = other.isascii() and len(theirs) == 1 and expansions._root(theirs[0]) in known
+            assert said or inflection, f"{member!r} does not bring {other!r}"
 
 
 def test_expansion_rules() -> None:
