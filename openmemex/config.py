@@ -96,6 +96,8 @@ def _url(value: Any) -> str:
 
 
 def _expansion_groups(value: Any) -> list[list[str]]:
+    if value == []:
+        return []  # the default: no need to load the expansion module (and sqlite3) on every start-up
     from .expansions import check_groups
 
     return check_groups(value)
