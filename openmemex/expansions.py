@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from .text import CJK_RUN, cjk_index_text
 
 MAX_EXPANSIONS = 32
+RULES_VERSION = 2  # part of the map's hash: a change to how variants are chosen re-derives the column
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
 # Each group is one concept in the words developers use for it, English and Chinese.
@@ -161,7 +162,7 @@ class Expander:
     _cjk: list[tuple[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        canonical = json.dumps([list(g) for g in self.groups], ensure_ascii=False)
+        canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups]], ensure_ascii=False)
         self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
         for gi, group in enumerate(self.groups):
             for member in group:
