@@ -79,3 +79,37 @@ def test_lane_off_by_default_and_search_does_not_load_models(cli: Any) -> None:
     assert "onnxruntime" not in sys.modules
     off = cli("search", "deploys", "--embeddings")
     assert off.rc == 2 and "config set embeddings" in off.err
+
+
+def test_e5_downloads_on_first_use_into_the_data_root(cli: Any, data_root: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The model files come over HTTP (a loopback server here) into <data root>/models/,
+    through a temporary name; without onnxruntime the next step names the extra."""
+    import functools
+    import http.server
+    import importlib.util
+    import threading
+
+    site = tmp_path / "site"
+    (site / "onnx").mkdir(parents=True)
+    (site / "onnx" / "model.onnx").write_bytes(b"\0" * 300_000)
+    (site / "tokenizer.json").write_text("{}")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("OPEN_MEMEX_MODELS_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+        assert cli("add", "Deploys need a manual sync.").rc == 0
+        assert cli("config", "set", "embeddings", "multilingual-e5-small").rc == 0
+        result = cli("search", "deploys")
+    finally:
+        server.shutdown()
+        server.server_close()
+    folder = data_root / "models" / "multilingual-e5-small"
+    assert (folder / "model.onnx").stat().st_size == 300_000 and (folder / "tokenizer.json").read_text() == "{}"
+    assert not any(p.name.endswith(".part") for p in folder.iterdir())
+    if importlib.util.find_spec("onnxruntime") is None:
+        assert result.rc == 1 and "pip install 'open-memex[embeddings]'" in result.err
+        assert "Traceback" not in result.err

@@ -54,19 +54,20 @@ class EmbeddingProvider(Protocol):
 
 def provider(ctx: Context, name: str) -> EmbeddingProvider:
     """The configured model, loaded once per process."""
-    if name not in _loaded:
+    key = (name, str(ctx.root))
+    if key not in _loaded:
         from . import providers
 
         if name == "wordllama":
-            _loaded[name] = providers.WordLlamaProvider()
+            _loaded[key] = providers.WordLlamaProvider()
         elif name == "multilingual-e5-small":
-            _loaded[name] = providers.E5Provider(ctx.root / "models", progress=ctx.progress)
+            _loaded[key] = providers.E5Provider(ctx.root / "models")  # its own labelled download bar
         else:
             raise MemexError(f"unknown embeddings model {name!r} — use one of: {', '.join(MODELS)}, or off")
-    return _loaded[name]
+    return _loaded[key]
 
 
-_loaded: dict[str, EmbeddingProvider] = {}
+_loaded: dict[tuple[str, str], EmbeddingProvider] = {}
 
 
 @dataclass

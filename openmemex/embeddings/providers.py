@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -100,7 +101,13 @@ def download(url: str, dest: Path, progress: Progress | None = None) -> None:
 
 
 def _stderr_bar(label: str) -> Progress:
+    """A download bar on stderr, on a terminal only (stdout may carry JSON or MCP)."""
+    last = [0.0]
+
     def show(done: int, total: int) -> None:
+        if not sys.stderr.isatty() or (done < total and time.monotonic() - last[0] < 0.1):
+            return
+        last[0] = time.monotonic()
         width = 30
         filled = int(width * done / total) if total else width
         print(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done / 1e6:.1f}/{total / 1e6:.1f} MB",
