@@ -138,11 +138,15 @@ class E5Provider:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise _missing_extra(exc) from None
-        self._tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
-        self._tokenizer.enable_truncation(E5_MAX_TOKENS)
-        self._tokenizer.enable_padding()
-        self._session = onnxruntime.InferenceSession(str(self.folder / "model.onnx"),
-                                                     providers=["CPUExecutionProvider"])  # fmt: skip
+        try:
+            self._tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+            self._tokenizer.enable_truncation(E5_MAX_TOKENS)
+            self._tokenizer.enable_padding()
+            self._session = onnxruntime.InferenceSession(str(self.folder / "model.onnx"),
+                                                         providers=["CPUExecutionProvider"])  # fmt: skip
+        except Exception as exc:  # the libraries raise their own types for a damaged file
+            raise MemexError(f"the embeddings model in {self.folder} cannot be loaded ({str(exc)[:200]}) — delete "
+                             "that folder and search again to download it anew") from None  # fmt: skip
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def _embed(self, texts: list[str]) -> Matrix:
