@@ -130,8 +130,9 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     """The best hits for ``query``. Each round (the query as typed, then up to two D81
     alias rewrites) is ranked by FTS5 itself (its ``rank`` column with our bm25 weights, so
     the join stops at the over-fetch limit); rounds merge by normalised best score, the
-    vector lane (when on) is fused by reciprocal rank, then lifecycle resolves chains and
-    the tier prior orders comparably relevant hits. ``embeddings`` overrides the config."""
+    vector lane (when on) is fused with it (half each, both normalised), then lifecycle
+    resolves chains and the tier prior orders comparably relevant hits. ``embeddings``
+    overrides the config."""
     if type is not None and type not in TYPES:
         raise UsageError(f"unknown type {type!r} — use one of: {', '.join(TYPES)}")
     check_text(query, "the search query")
