@@ -9,7 +9,6 @@ bug: a short note, the traceback in ``<data root>/logs/crash.log``, exit 70.
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from .. import __version__
 from ..errors import IndexDamaged, MemexError, repository_refused
 from ..terminal import safe
 from . import git_cmds, memories, store_cmds
+from .pipes import output_closed
 
 if TYPE_CHECKING:
     from cyclopts import CycloptsError
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 PROG = "open-memex"
 EXIT_USAGE = 2
-EXIT_PIPE = 141  # 128 + SIGPIPE: what git and a shell pipeline report for a closed reader
 
 app = App(
     help="open-memex — a git-native, local-first memory layer for AI coding agents.\n\n"
@@ -112,7 +111,7 @@ def run(tokens: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
     except BrokenPipeError:
-        return _output_closed()
+        return output_closed()
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as exc:
@@ -228,20 +227,6 @@ def _help_console() -> Console:
     return HelpConsole()
 
 
-def _output_closed() -> int:
-    """stdout's reader went away (``… | head``): stop quietly, as git does. stdout is pointed
-    at the null device so the interpreter's last flush cannot fail a second time."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # not a real file descriptor (in-process runs): nothing left to flush into a pipe
-    return EXIT_PIPE
-
-
 def _crash(exc: BaseException) -> int:
     from ..crashlog import summary
 
@@ -255,7 +240,7 @@ def _exit(code: int) -> None:
         if sys.stdout is not None:
             sys.stdout.flush()
     except BrokenPipeError:
-        code = _output_closed()
+        code = output_closed()
     sys.exit(code)
 
 

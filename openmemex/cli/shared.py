@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MemexError, UsageError, repository_refused
 from ..terminal import safe
+from .pipes import output_closed
 
 if TYPE_CHECKING:
     from ..check import Problem
@@ -223,7 +224,7 @@ def fast(argv: list[str]) -> int | None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        code = _output_closed()
+        code = output_closed()
     return code
 
 
@@ -239,7 +240,7 @@ def guarded(run: Callable[[], int]) -> int:
         _note(f"{PROG}: interrupted")
         return 130
     except BrokenPipeError:
-        return _output_closed()
+        return output_closed()
     except Exception as exc:
         refused = repository_refused(exc)
         if refused is not None:
@@ -251,14 +252,3 @@ def guarded(run: Callable[[], int]) -> int:
         return 70
 
 
-def _output_closed() -> int:
-    """As ``app._output_closed``: stdout's reader went away; end quietly with 141."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-    return 141
