@@ -657,3 +657,15 @@ async def test_a_folder_swapped_under_its_path_is_noticed(git_repo: Path, tmp_pa
         write_example(git_repo / ".ai" / "open-memex", third, "\nGiraffe marker three.")
         found = await c.call_tool("memory_search", {"query": "giraffe marker"})
         assert [h["id"] for h in found.structured_content["hits"]] == [third]
+
+
+async def test_memory_add_defines_an_alias_search_follows(git_repo: Path) -> None:
+    """D81 through the tool: a name saved with its meaning is found by either."""
+    async with in_process() as c:
+        saved = await c.call_tool("memory_add", {"content": "Refunds go through the payment service provider's API.",
+                                                 "alias": "PSP", "target": "payment service provider"})  # fmt: skip
+        assert not saved.is_error, text(saved)
+        found = await c.call_tool("memory_search", {"query": "PSP refunds"})
+        assert saved.structured_content["id"] in [h["id"] for h in found.structured_content["hits"]]
+        half = await c.call_tool("memory_add", {"content": "An alias without its meaning", "alias": "XYZ"})
+        assert half.is_error and "target" in text(half)

@@ -139,12 +139,14 @@ def build(session: Session, drafts: int | None = None) -> Any:
         aliases: Aliases = None,
         source: Annotated[Literal["tool", "inference", "user"], _field(description="inference: your conclusion, approved by the user.")] = "tool",
         importance: Annotated[Literal["low", "normal", "high"], _field()] = "normal",
+        alias: Annotated[str | None, _field(description="A name this memory defines, e.g. PSP (with target).")] = None,
+        target: Annotated[str | None, _field(description="What alias stands for; searches for either find both.")] = None,
     ) -> Any:  # fmt: skip
         def render(ctx: Context) -> tuple[str, dict[str, Any], bool]:
             from ..write import add_memory
 
             r = add_memory(ctx, content, scope=scope, type=type, tags=tags, aliases=aliases, source=source,
-                           importance=importance, guard_echo=True)  # fmt: skip
+                           importance=importance, guard_echo=True, alias=alias, target=target)  # fmt: skip
             data = r.to_json()
             if r.status == "exists":
                 return f"Identical memory already exists: id={r.id}. Not duplicated.", data, False
