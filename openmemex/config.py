@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .errors import MemexError, UsageError
+from .jsonc import strip_jsonc
 from .paths import DEFAULT_MEMORY_DIR
 
 if TYPE_CHECKING:
@@ -131,38 +132,6 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "embeddings": _choice("off", "multilingual-e5-small", "wordllama"),
     "searchExpansions": _expansion_groups,
 }
-
-
-def strip_jsonc(text: str) -> str:
-    """Remove // and /* */ comments outside strings, and trailing commas."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_str = False
-    while i < n:
-        ch = text[i]
-        if in_str:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-            out.append(ch)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        else:
-            out.append(ch)
-        i += 1
-    cleaned = "".join(out)
-    return re.sub(r",(\s*[}\]])", r"\1", cleaned)
 
 
 @dataclass

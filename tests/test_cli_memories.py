@@ -333,6 +333,8 @@ def test_jsonc_stripper_is_string_aware() -> None:
 
     text = '{"redactPatterns": ["src/**/secrets", "a /* not a comment */ b"], // real comment\n "x": 1, /* block */ }'
     assert json.loads(strip_jsonc(text)) == {"redactPatterns": ["src/**/secrets", "a /* not a comment */ b"], "x": 1}
+    # a comma before } or ] inside a string is text (the config's own stripper once ate it)
+    assert json.loads(strip_jsonc('{"redactPatterns": ["x,}", "y, ]"],}')) == {"redactPatterns": ["x,}", "y, ]"]}
 
 
 def test_soft_forget_of_a_repo_memory_warns(cli: Any, git_repo: Path) -> None:

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..jsonc import strip_jsonc
+
 BOM = "\ufeff"
 
 
@@ -76,61 +78,6 @@ def read_lenient(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
-
-
-def strip_jsonc(text: str) -> str:
-    """``text`` without // and /* */ comments and trailing commas, strings left alone."""
-    return _drop_trailing_commas(_drop_comments(text))
-
-
-def _drop_comments(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == '"':
-            j = _string_end(text, i)
-            out.append(text[i:j])
-            i = j
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            out.append(" ")
-            i = n if end < 0 else end + 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _drop_trailing_commas(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == '"':
-            j = _string_end(text, i)
-            out.append(text[i:j])
-            i = j
-            continue
-        if text[i] == ",":
-            j = i + 1
-            while j < n and text[j] in " \t\r\n":
-                j += 1
-            if j < n and text[j] in "}]":
-                i += 1
-                continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index just past the JSON string that opens at ``start``."""
-    j = start + 1
-    while j < len(text) and text[j] != '"':
-        j += 2 if text[j] == "\\" else 1
-    return j + 1
 
 
 def _looks_like_jsonc(text: str) -> bool:
