@@ -280,3 +280,25 @@ def test_staged_paths_narrow_the_scan_and_the_first_commit_works(git_repo: Path,
     assert run("scan", "--staged", "docs", cwd=fresh).rc == 1
     result = run("scan", "--staged", "/", cwd=fresh)
     assert result.rc == 2 and "is outside the repository" in result.err
+
+
+def test_staged_scan_mid_merge_skips_the_unmerged_path(git_repo: Path) -> None:
+    """A conflicted file has no staged blob yet (git refuses to commit it unresolved); the
+    other staged files are still scanned, and nothing crashes on the conflict's empty id."""
+    (git_repo / "f.txt").write_text("base\n")
+    git("add", "f.txt", cwd=git_repo)
+    git("commit", "-q", "-m", "base", cwd=git_repo)
+    git("switch", "-q", "-c", "other", cwd=git_repo)
+    (git_repo / "f.txt").write_text("theirs\n")
+    git("commit", "-q", "-am", "theirs", cwd=git_repo)
+    git("switch", "-q", "main", cwd=git_repo)
+    (git_repo / "f.txt").write_text("ours\n")
+    git("commit", "-q", "-am", "ours", cwd=git_repo)
+    subprocess.run(["git", "merge", "-q", "other"], cwd=git_repo, capture_output=True)
+    assert "UU f.txt" in git("status", "--porcelain", cwd=git_repo)
+    clean = run("scan", "--staged", cwd=git_repo)
+    assert clean.rc == 0 and "Traceback" not in clean.err and "internal error" not in clean.err, clean.err
+    (git_repo / "leak.env").write_text(f"GITHUB_TOKEN={token()}\n")
+    git("add", "leak.env", cwd=git_repo)
+    found = run("scan", "--staged", cwd=git_repo)
+    assert found.rc == 1 and "leak.env:1:" in found.out, (found.out, found.err)

@@ -68,7 +68,10 @@ def staged_entries(cwd: Path, paths: list[str]) -> Staged:
     else:
         tree = repo.head.peel(pygit2.Tree)
         diff = tree.diff_to_index(index)
-        candidates = [(d.new_file.path, d.new_file.id, d.new_file.mode) for d in diff.deltas if d.status_char() != "D"]
+        # an unmerged path (mid-merge or mid-rebase) has no staged blob yet — git refuses to
+        # commit it until it is resolved, and then it is staged and scanned like any other
+        candidates = [(d.new_file.path, d.new_file.id, d.new_file.mode) for d in diff.deltas
+                      if d.status_char() not in ("D", "U") and int(str(d.new_file.id), 16) != 0]  # fmt: skip
     seen: set[str] = set()
     for path, oid, mode in candidates:
         if mode in _SKIPPED_MODES or path in seen or not _selected(path, wanted):
