@@ -144,7 +144,8 @@ def _reconcile_folder(
         held = {p: sig for p, sig in held.items() if p in only}
     on_disk, odd = _scan(folder.path) if only is None else _scan(folder.path, only)
     stats.scanned = len(on_disk)
-    changed = [p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig]
+    # in name order: rowids (which break bm25 ties) then follow the ids, on any file system
+    changed = sorted(p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig)
     removed = [p for p in known if p not in on_disk]
     new_odd = {p: reason for p, reason in odd.items() if p not in held}
     released = [p for p in held if p not in on_disk and p not in odd]
