@@ -21,6 +21,9 @@ from ..errors import IndexDamaged, MemexError, repository_refused
 from ..terminal import safe
 from . import git_cmds, memories, store_cmds
 from .pipes import output_closed
+from .tip import HELP_FLAGS as _HELP_FLAGS
+from .tip import TIP as TIP
+from .tip import first_run_tip as first_run_tip
 
 if TYPE_CHECKING:
     from cyclopts import CycloptsError
@@ -187,31 +190,6 @@ def _synopsis(command: str, exc: CycloptsError) -> str:
 
 def _word(name: str) -> str:
     return name.upper().rstrip("_").replace("_", "-")
-
-
-_HELP_FLAGS = frozenset({"--help", "-h", "--version", "-V"})
-# init and uninstall are the remedy; mcp and merge-driver are run by programs, not people
-_NO_TIP = frozenset({"init", "uninstall", "mcp", "merge-driver", "hook", "scan", "check"})
-TIP = f"{PROG}: tip: run `{PROG} init` to wire your coding agents (Claude Code, Codex, Cursor, VS Code, …)"
-
-
-def first_run_tip(argv: Sequence[str]) -> str | None:
-    """The one-line nudge towards ``init`` (F28), or None.
-
-    Shown only to a person: stderr must be a terminal, so scripts, hooks and the MCP server
-    stay quiet. Never for help or the version, nor for the commands in ``_NO_TIP``. Costs
-    one stat of ``<data root>/.init.json`` (D50), which init writes and uninstall removes.
-    """
-    if (argv and argv[0] in _NO_TIP) or not _HELP_FLAGS.isdisjoint(argv):
-        return None
-    try:
-        if sys.stderr is None or not sys.stderr.isatty():
-            return None
-        from ..clients.marker import marker_path
-
-        return None if marker_path().exists() else TIP
-    except (OSError, ValueError):
-        return None
 
 
 def _help_console() -> Console:

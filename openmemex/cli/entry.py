@@ -1,26 +1,37 @@
-"""The console scripts' entry point: hooks take a path that skips the CLI framework.
+"""The console scripts' entry point: the hot commands take paths that skip the CLI framework.
 
-``open-memex hook …`` runs on every prompt of every agent session, and ``scan`` / ``check``
-on every commit (the pre-commit hooks), so they must not pay for cyclopts and rich
-(≈ 100 ms) before they can answer. Every other command line — including ``hook --help``,
-``scan --help`` and anything ``shared.fast`` does not recognise — goes to the full CLI
-unchanged.
+``open-memex hook …`` runs on every prompt of every agent session, ``scan`` / ``check`` on
+every commit (the pre-commit hooks), and ``search`` / ``list`` / ``show`` / ``where`` are what
+agents and people ask all day, so none of them may pay for cyclopts and rich (≈ 100 ms)
+before it can answer (issue 11). Every other command line — including ``--help``, ``-h``
+and anything ``shared.fast`` / ``reads.fast`` does not recognise — goes to the full CLI
+unchanged, and so does every command line when ``OPEN_MEMEX_NO_FASTPATH`` is set (the tests
+run both ways and compare).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+
+_READS = frozenset({"search", "list", "show", "where"})
 
 
 def _hook(argv: list[str]) -> int | None:
+    if not argv or os.environ.get("OPEN_MEMEX_NO_FASTPATH"):
+        return None
     if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):
         from ..hooks import run
 
         return run(argv[1])
-    if argv and argv[0] in ("scan", "check"):
+    if argv[0] in ("scan", "check"):
         from .shared import fast
 
         return fast(argv)
+    if argv[0] in _READS:
+        from .reads import fast as read
+
+        return read(argv)
     return None
 
 

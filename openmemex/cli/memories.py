@@ -1,7 +1,11 @@
-"""Memory commands: add, search, list, show, supersede, status, forget."""
+"""Memory commands: add, search, list, show, supersede, status, forget.
+
+The read commands' bodies are in ``reads.py`` (shared with the fast path, issue 11); here
+they keep their signatures and docstrings, which cyclopts turns into options and help."""
 
 from __future__ import annotations
 
+from . import reads
 from .output import Flag, Text, emit_json, note, open_context, out, split_list
 
 
@@ -121,37 +125,7 @@ def search(
     json
         Print one JSON document.
     """
-    from ..search import search as run_search
-    from ..search import state_tag
-
-    with open_context() as ctx:
-        result = run_search(ctx, query, scope=scope, type=type, limit=limit, explain=explain, embeddings=embeddings)
-    if json:
-        emit_json(result.to_json())
-        return 0
-    if explain:
-        out(f"fts: {result.expression or '(empty)'}")
-        for rewrite in result.rewrites:
-            out(f"alias round: {rewrite}")
-        out(f"lanes: {', '.join(result.lanes)}; order: {result.rule}")
-        out(
-            f"candidates: {result.candidates}, hidden by lifecycle: {result.hidden_superseded} superseded, "
-            f"{result.hidden_retracted} retracted/archived"
-        )
-    if not result.hits:
-        out("(no matches)")
-        return 0
-    for hit in result.hits:
-        tag = state_tag(hit.scope, hit.review_state, hit.status)
-        label = f"[{'personal' if hit.scope == 'personal' else 'project'}/{hit.type}]"
-        head = " ".join(p for p in (label, tag, hit.id) if p)
-        line = f"{head}  {hit.snippet}"
-        if explain:
-            vector = f" cosine={hit.vector:.3f}" if hit.vector is not None else ""
-            line += (f"\n    bm25={hit.bm25:.3f}{vector} lane={hit.lane} via={hit.matched_via} tier={hit.tier} "
-                     f"final={hit.score:.3f}: {hit.reason}")  # fmt: skip
-        out(line)
-    return 0
+    return reads.search(query, scope=scope, type=type, limit=limit, explain=explain, embeddings=embeddings, json=json)
 
 
 def list_(
@@ -177,15 +151,7 @@ def list_(
     json
         Print one JSON document.
     """
-    from ..listing import list_memories, render
-
-    with open_context() as ctx:
-        listing = list_memories(ctx, scope=scope, type=type, limit=limit, include=include)
-    if json:
-        emit_json(listing.to_json())
-    else:
-        out(render(listing))
-    return 0
+    return reads.list_(scope=scope, type=type, limit=limit, include=include, json=json)
 
 
 def show(memory_id: str, /, *, json: Flag = False) -> int:
@@ -198,19 +164,7 @@ def show(memory_id: str, /, *, json: Flag = False) -> int:
     json
         Print the fields as one JSON document.
     """
-    from ..lookup import locate
-    from ..memfile import serialize
-
-    with open_context() as ctx:
-        memory, folder = locate(ctx, memory_id)
-    if json:
-        fields = {**memory.fields(), **memory.extra, "body": memory.body, "path": str(memory.path),
-                  "location": folder.location}  # fmt: skip
-        emit_json(fields)
-    else:
-        out(f"# {memory.path}")
-        out(serialize(memory).rstrip("\n"))
-    return 0
+    return reads.show(memory_id, json=json)
 
 
 def supersede(

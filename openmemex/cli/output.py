@@ -7,19 +7,25 @@ Every human-text line goes through :func:`out` or :func:`note`, which pass it th
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
-
-from cyclopts import Parameter
+from typing import TYPE_CHECKING, Any
 
 from ..terminal import safe
 
 if TYPE_CHECKING:
     from ..context import Context
+    from .params import Flag as Flag
+    from .params import Text as Text
 
-Flag = Annotated[bool, Parameter(negative="")]  # --json, --soft, … (no --no-… twin)
-Text = Annotated[str, Parameter(allow_leading_hyphen=True)]  # free text may start with "-"
+
+def __getattr__(name: str) -> Any:
+    """``Flag`` and ``Text`` (``params.py``), imported when a command module first asks for
+    them: the read commands' fast path prints through this module without cyclopts."""
+    if name not in ("Flag", "Text"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import params
+
+    return getattr(params, name)
 
 
 def open_context() -> Context:
@@ -56,6 +62,8 @@ def out_exact(text: str) -> None:
 
 def emit_json(document: Any) -> None:
     """Exactly one JSON document on stdout (SPEC §6)."""
+    import json  # only for --json: a text run never loads it
+
     sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MemexError, UsageError, repository_refused
 from ..terminal import safe
+from .argv import Spec, text
+from .argv import parse as read_argv
 from .pipes import output_closed
 
 if TYPE_CHECKING:
@@ -172,45 +174,21 @@ def _note(text: str) -> None:
 
 
 # -- the fast path -------------------------------------------------------------------------------
-_OPTIONS = {"scan": ({"--staged"}, {"--format"}), "check": (set(), {"--format", "--base"})}
+_FORMAT = {"--format": ("format", text)}
+_SPECS = {
+    "scan": Spec(flags={"--staged": ("staged", True)}, options=_FORMAT, positionals=(0, None)),
+    "check": Spec(options={**_FORMAT, "--base": ("base", text)}, positionals=(0, None)),
+}
 
 
 def parse(argv: list[str]) -> tuple[str, list[str], dict[str, Any]] | None:
     """``scan``/``check`` command lines made only of known options and paths, or None."""
-    if not argv or argv[0] not in _OPTIONS:
+    if not argv or argv[0] not in _SPECS:
         return None
-    flags, options = _OPTIONS[argv[0]]
-    paths: list[str] = []
-    values: dict[str, Any] = {}
-    tokens = iter(argv[1:])
-    rest = False
-    for token in tokens:
-        try:
-            token.encode("utf-8")
-        except UnicodeEncodeError:
-            return None  # undecodable bytes: the full CLI names the argument
-        if rest or (token and not token.startswith("-")):
-            paths.append(token)
-            continue
-        if token == "--":
-            rest = True
-            continue
-        name, eq, value = token.partition("=")
-        key = name[2:].replace("-", "_")
-        if key in values or (name in flags and eq) or (name not in flags and name not in options):
-            return None
-        if name in flags:
-            values[key] = True
-            continue
-        if not eq:
-            following = next(tokens, None)
-            if following is None or following.startswith("-"):
-                return None
-            value = following
-        values[key] = value
-    if "" in paths:
+    parsed = read_argv(argv[1:], _SPECS[argv[0]])
+    if parsed is None or "" in parsed[0]:
         return None
-    return argv[0], paths, values
+    return argv[0], *parsed
 
 
 def fast(argv: list[str]) -> int | None:
@@ -220,9 +198,14 @@ def fast(argv: list[str]) -> int | None:
         return None
     command, paths, values = parsed
     runner: Callable[..., int] = run_scan if command == "scan" else run_check
-    code = guarded(lambda: runner(paths, **values))
+    return finish(guarded(lambda: runner(paths, **values)))
+
+
+def finish(code: int) -> int:
+    """Flush stdout while a closed pipe can still be told apart from a bug (as ``app._exit``)."""
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         code = output_closed()
     return code

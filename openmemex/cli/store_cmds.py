@@ -13,33 +13,9 @@ from .output import Flag, emit_json, note, out, out_exact, warn
 
 def where(*, json: Flag = False) -> int:
     """Show where memories, the index and the config live."""
-    from .. import paths
-    from ..context import Context
-    from ..doctor import manpath
+    from .reads import where as run_where
 
-    with Context.load(warn=warn) as ctx:
-        info = {
-            "root": str(ctx.root),
-            "root_from": paths.data_root_source(),
-            "config": str(ctx.config.path) if ctx.config.exists else "(built-in defaults)",
-            "memories": str(paths.memories_root(ctx.root)),
-            "index": str(paths.index_path(ctx.root)),
-            "project": ctx.project.key,
-            "project_name": ctx.project.name,
-            "outbox": str(ctx.outbox_dir),
-            "repo_dir": str(ctx.repo_dir) if ctx.repo_dir else None,
-            "personal": paths.PERSONAL_KEY,
-            "manpath": str(manpath()),
-        }
-    if json:
-        emit_json(info)
-        return 0
-    for key in ("root", "config", "memories", "index", "project", "outbox", "repo_dir", "personal", "manpath"):
-        value = info[key]
-        if key == "repo_dir" and value is None:
-            value = "(not in a git repository)"
-        out(f"{key + ':':<10} {value}")
-    return 0
+    return run_where(json=json)
 
 
 def scopes(*, json: Flag = False) -> int:
