@@ -117,3 +117,31 @@ def test_e5_downloads_on_first_use_into_the_data_root(cli: Any, data_root: Path,
         assert "pip install 'open-memex[embeddings]'" in result.err
     else:  # the stand-in files are no model: one line that says how to get a fresh copy
         assert "cannot be loaded" in result.err and "delete that folder" in result.err
+
+
+def test_lane_keeps_to_the_searched_scope_and_type(cli: Any, data_root: Path) -> None:
+    """The vector lane reads only the searched scope's vectors (kept per scope) and filters
+    by type: a personal memory never answers a project-only search, a gotcha never a
+    decision-only one, and switching scopes back and forth keeps the answers."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    assert cli("add", "The kitten sleeps on the sofa all afternoon.", "--scope", "personal").rc == 0
+    assert cli("add", "Our office cat naps on the couch near the window.", "--type", "gotcha").rc == 0
+    assert cli("add", "A cat nap on the couch is allowed after lunch.", "--type", "decision").rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    from openmemex.context import Context
+    from openmemex.search import search
+
+    ctx = Context.load(Path.cwd())
+    try:
+        for _ in range(2):  # the second pass reads the kept scopes
+            both = search(ctx, "kitten sofa", scope="both", limit=5)
+            assert {h.scope for h in both.hits} == {"personal", "project"}
+            project = search(ctx, "kitten sofa", scope="project", limit=5)
+            assert project.hits and all(h.scope == "project" for h in project.hits)
+            personal = search(ctx, "office couch", scope="personal", limit=5)
+            assert [h.scope for h in personal.hits] == ["personal"]
+            decision = search(ctx, "kitten sofa", scope="both", type="decision", limit=5)
+            assert [h.type for h in decision.hits] == ["decision"]
+            assert decision.hits[0].lane in ("vector", "both")
+    finally:
+        ctx.close()
