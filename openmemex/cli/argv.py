@@ -13,21 +13,25 @@ full CLI parses it and its help and errors read as everywhere else.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from .tip import HELP_FLAGS
 
 
-@dataclass(frozen=True)
 class Spec:
     """One command's plain form: ``flags`` map an option to (parameter, value), ``options``
     map one to (parameter, conversion — None when the value is not plain); ``positionals``
-    is how many positional arguments (min, max; max None for any number)."""
+    is how many positional arguments (min, max; max None for any number). A plain class, not
+    a dataclass: building one costs an ``exec`` at import, on every fast start."""
 
-    flags: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
-    options: Mapping[str, tuple[str, Callable[[str], Any | None]]] = field(default_factory=dict)
-    positionals: tuple[int, int | None] = (0, 0)
+    __slots__ = ("flags", "options", "positionals")
+
+    def __init__(self, flags: Mapping[str, tuple[str, Any]] | None = None,
+                 options: Mapping[str, tuple[str, Callable[[str], Any | None]]] | None = None,
+                 positionals: tuple[int, int | None] = (0, 0)) -> None:  # fmt: skip
+        self.flags = flags or {}
+        self.options = options or {}
+        self.positionals = positionals
 
 
 def text(value: str) -> str:
