@@ -248,3 +248,32 @@ def test_each_spec_is_its_cyclopts_signature(name: str) -> None:
     assert spec.positionals == (len(positional), len(positional))
     shape = [(p.name, p.kind, p.default) for p in params]
     assert shape == [(p.name, p.kind, p.default) for p in inspect.signature(body).parameters.values()]
+
+
+VOCAB = ["deploy", "", "-", "--", "-x", "--json", "--json=1", "--explain", "--limit", "--limit=3", "3", "03", "-3", "--scope",
+         "--scope=personal", "--type=a=b", "a=b", "--no-embeddings", "--embeddings", "--include=all", "all", "--bogus", "x y",
+         "é", "none", "--limit=", "=", "--=x", "---json", "--scope=--json", "-h", "--no-json", "--embeddings=no", "\t", "list"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(reads.COMMANDS))
+def test_every_line_the_fast_path_reads_cyclopts_reads_the_same(name: str) -> None:
+    """Differential, in-process: every command line of up to two tokens from VOCAB and a fixed
+    sample of longer ones; where the fast path takes a line, cyclopts binds the same values."""
+    import random
+
+    from openmemex.cli.app import app
+
+    spec = reads.COMMANDS[name][1]
+    rng = random.Random(11)
+    lines = [[], *([t] for t in VOCAB), *([a, b] for a in VOCAB for b in VOCAB)]
+    lines += [[rng.choice(VOCAB) for _ in range(rng.randint(3, 5))] for _ in range(400)]
+    taken = 0
+    for tokens in lines:
+        ours = parse(tokens, spec)
+        if ours is None:
+            continue
+        taken += 1
+        command, bound, _ = app.parse_args([name, *tokens], exit_on_error=False, print_error=False)
+        assert command is DECLARED[name], tokens
+        assert (list(bound.args), dict(bound.kwargs)) == (ours[0], ours[1]), tokens
+    assert taken >= 4  # where takes the fewest: nothing, --, --json, --json --
