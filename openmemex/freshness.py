@@ -122,8 +122,7 @@ def _reconcile_folder(
     seen = (0, 0)
     if only is None:
         seen = folder_checksum(folder.path)
-        stored = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
-        if stored is not None and (stored[0], stored[1]) == seen:
+        if index.stored_fingerprint(conn, key) == seen:
             stats.scanned = seen[1]
             if kind != "request":
                 _log_sync(conn, key, kind, stats)

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from . import expansions
 from .errors import MemexError, StoreBusyError
-from .fingerprint import FILE_MODE, SIG_COLUMNS, Sig, entry_crc, stat_sig
+from .fingerprint import FILE_MODE, FORMULA, MASK, SIG_COLUMNS, Sig, entry_hash, stat_sig
 from .ids import parse_time
 from .model import Memory
 from .text import cjk_index_text, content_hash
 
-SCHEMA_VERSION = 8  # 8: D80 expansions (D83), their CJK grams apart, D81 alias/target, row counter; 6: epoch
+SCHEMA_VERSION = 9  # 9: folder_state.formula (issue 11); 8: D80 expansions (D83), their CJK grams apart, D81 alias/target, row counter; 6: epoch
 BUSY_TIMEOUT_MS = 5000
 
 _SCHEMA = """
@@ -109,7 +109,8 @@ CREATE TABLE index_info(
 CREATE TABLE folder_state(
   dir TEXT PRIMARY KEY,
   checksum INTEGER NOT NULL,
-  count INTEGER NOT NULL
+  count INTEGER NOT NULL,
+  formula INTEGER NOT NULL
 );
 CREATE TABLE sync_log(
   dir TEXT PRIMARY KEY,
@@ -451,10 +452,10 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
         rows.append(row_values(memory, folder, memory.path, sig))
         key = str(memory.path.parent)
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] += entry_crc(memory.path.name, sig, st.st_mode)
+        delta[0] += entry_hash(memory.path.name, sig, st.st_mode)
         old = conn.execute(f"SELECT {SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
         if old is not None:  # rewritten in place by tmp+rename: same mode as before
-            delta[0] -= entry_crc(memory.path.name, tuple(old), st.st_mode)
+            delta[0] -= entry_hash(memory.path.name, tuple(old), st.st_mode)
         elif conn.execute("SELECT 1 FROM quarantine WHERE file_path = ?", (str(memory.path),)).fetchone():
             unknown.add(key)
         else:
@@ -466,7 +467,7 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
             unknown.add(key)
             continue
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] -= entry_crc(path.name, tuple(old), FILE_MODE)
+        delta[0] -= entry_hash(path.name, tuple(old), FILE_MODE)
         delta[1] -= 1
     with transaction(conn):
         conn.executemany(UPSERT_SQL, rows)
@@ -476,9 +477,9 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
             if key in unknown:
                 conn.execute("DELETE FROM folder_state WHERE dir = ?", (key,))
                 continue
-            state = conn.execute("SELECT checksum, count FROM folder_state WHERE dir = ?", (key,)).fetchone()
+            state = stored_fingerprint(conn, key)
             if state is not None:
-                store_fingerprint(conn, key, ((state[0] + checksum) & 0x7FFFFFFFFFFFFFFF, state[1] + count))
+                store_fingerprint(conn, key, ((state[0] + checksum) & MASK, state[1] + count))
 
 
 def remove_path(conn: sqlite3.Connection, path: Path) -> None:
@@ -497,10 +498,19 @@ def write_sync_row(conn: sqlite3.Connection, key: str, kind: str, stats: SyncSta
 def store_fingerprint(conn: sqlite3.Connection, key: str, seen: tuple[int, int]) -> None:
     """Taken before the scan: if anything changed since, the next read re-scans (safe side)."""
     conn.execute(
-        "INSERT INTO folder_state(dir, checksum, count) VALUES (?,?,?) "
-        "ON CONFLICT(dir) DO UPDATE SET checksum=excluded.checksum, count=excluded.count",
-        (key, seen[0], seen[1]),
+        "INSERT INTO folder_state(dir, checksum, count, formula) VALUES (?,?,?,?) "
+        "ON CONFLICT(dir) DO UPDATE SET checksum=excluded.checksum, count=excluded.count, formula=excluded.formula",
+        (key, seen[0], seen[1], FORMULA),
     )
+
+
+def stored_fingerprint(conn: sqlite3.Connection, key: str) -> tuple[int, int] | None:
+    """The folder's checksum and count as last seen, or None — also when another formula
+    made it (``fingerprint.FORMULA``): that one is never compared, so it means one full check."""
+    row = conn.execute("SELECT checksum, count, formula FROM folder_state WHERE dir = ?", (key,)).fetchone()
+    if row is None or row[2] != FORMULA:
+        return None
+    return int(row[0]), int(row[1])
 
 
 def quarantined(conn: sqlite3.Connection) -> list[tuple[str, str]]:
