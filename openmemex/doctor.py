@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from . import freshness, index, paths
 from .context import Context
@@ -26,10 +25,6 @@ class Check:
     name: str
     ok: bool
     detail: str
-
-
-def manpath() -> Path:
-    return Path(__file__).resolve().parent / "man"
 
 
 def run_checks(ctx: Context) -> list[Check]:
@@ -76,9 +71,9 @@ def run_checks(ctx: Context) -> list[Check]:
 
     checks.extend(Check(name, ok, detail) for name, ok, detail in doctor_checks())
     man_dirs = [d for d in os.environ.get("MANPATH", "").split(os.pathsep) if d]
-    on_manpath = str(manpath()) in man_dirs
+    on_manpath = str(paths.manpath()) in man_dirs
     checks.append(Check("man page", on_manpath, "git memex --help finds git-memex.1" if on_manpath else
-                        f"for `git memex --help`: export MANPATH=\"{manpath()}:$MANPATH\" "
+                        f"for `git memex --help`: export MANPATH=\"{paths.manpath()}:$MANPATH\" "
                         "(git memex -h always works)"))  # fmt: skip
     return checks
 

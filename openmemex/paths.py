@@ -48,3 +48,8 @@ def index_path(root: Path) -> Path:
 def config_path(root: Path) -> Path:
     override = os.environ.get("OPEN_MEMEX_CONFIG") or os.environ.get("MY_O_MEMORY_CONFIG")
     return Path(override).expanduser() if override else root / "config.json"
+
+
+def manpath() -> Path:
+    """The folder holding git-memex.1, for MANPATH (``where`` and ``doctor`` name it)."""
+    return Path(__file__).resolve().parent / "man"

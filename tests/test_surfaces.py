@@ -54,7 +54,7 @@ def test_doctor_and_man_page(cli: object, tmp_path: Path) -> None:
     import json
     import shutil
 
-    from openmemex.doctor import manpath
+    from openmemex.paths import manpath
 
     page = manpath() / "man1" / "git-memex.1"
     assert page.is_file() and page.read_text().startswith(".TH GIT-MEMEX 1")

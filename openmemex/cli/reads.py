@@ -87,7 +87,6 @@ def show(memory_id: str, /, *, json: bool = False) -> int:
 def where(*, json: bool = False) -> int:
     from .. import paths
     from ..context import Context
-    from ..doctor import manpath
 
     with Context.load(warn=warn) as ctx:
         info = {
@@ -101,7 +100,7 @@ def where(*, json: bool = False) -> int:
             "outbox": str(ctx.outbox_dir),
             "repo_dir": str(ctx.repo_dir) if ctx.repo_dir else None,
             "personal": paths.PERSONAL_KEY,
-            "manpath": str(manpath()),
+            "manpath": str(paths.manpath()),
         }
     if json:
         emit_json(info)
