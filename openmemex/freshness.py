@@ -131,12 +131,14 @@ def _reconcile_folder(
     # then "new" (re-read, harmless), never "gone" (its row deleted).
     plain = conn.cursor()
     plain.row_factory = None  # plain tuples: this runs on every read
-    pick, named = "", []
+    pick, held_pick, named, ids = "", "", [], []
     if only is not None and len(only) <= NAMED_ROWS:  # a watcher's few files: just their rows
         named = sorted(only)
-        pick = f" AND file_path IN ({placeholders(named)})"
-    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM memories WHERE dir = ?{pick}", (key, *named))}
-    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM quarantine WHERE dir = ?{pick}", (key, *named))}
+        ids = [index.path_key(p)[0] for p in named]
+        pick = f" AND id IN ({placeholders(ids)})"
+        held_pick = f" AND file_path IN ({placeholders(named)})"
+    known = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM memories WHERE dir = ?{pick}", (key, *ids))}
+    held = {r[0]: r[1:] for r in plain.execute(f"SELECT file_path, {SIG_COLUMNS} FROM quarantine WHERE dir = ?{held_pick}", (key, *named))}
     plain.close()
     if only is not None:
         known = {p: sig for p, sig in known.items() if p in only}
@@ -165,7 +167,7 @@ def _reconcile_folder(
         path = Path(path_text)
         sig = on_disk[path_text]
         try:
-            memory = read_memory(path, folder.scope_key)
+            memory = read_memory(path, folder.scope_key, keep_raw=False)
         except FileNotFoundError:
             # deleted since the scan (a concurrent forget or submit): not a broken file;
             # its row goes now, and the stored fingerprint differs so the next read re-scans
@@ -198,10 +200,10 @@ def _reconcile_folder(
     now = time.time()
     with index.transaction(conn):
         _store_rows(conn, rows)
-        conn.executemany("DELETE FROM memories WHERE file_path = ?", [(p,) for p in removed])
+        index.delete_rows(conn, [index.path_key(p) for p in removed])
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(p,) for p in released])
+        index.delete_rows(conn, [index.path_key(p) for p, _, _ in bad])
         for path_text, sig, reason in bad:
-            conn.execute("DELETE FROM memories WHERE file_path = ?", (path_text,))
             conn.execute(
                 "INSERT INTO quarantine(file_path, dir, mtime_ns, size, ctime_ns, ino, reason, seen_at) "
                 "VALUES (?,?,?,?,?,?,?,?) "
@@ -224,8 +226,8 @@ def _reconcile_folder(
 def _store_rows(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
     """Upsert read files' rows; a file that reads again is no longer quarantined."""
     with index.transaction(conn):
-        conn.executemany(index.UPSERT_SQL, rows)
-        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(r[3],) for r in rows])
+        index.write_rows(conn, rows)
+        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(index.row_path(r),) for r in rows])
 
 
 def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:
@@ -243,7 +245,7 @@ def rebuild(
     (issue 6). Writers wait for it (busy timeout) and are told to retry if it runs long."""
     folder_list = list(folders)
     with index.transaction(conn):
-        index.create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS trigger deletes
+        index.create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS deletes
         stats = reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
     _checkpoint(conn)
     return stats
@@ -352,12 +354,13 @@ def _heal(
             return None
         if location == "repo":  # a read never dirties the work tree: the index only
             column, value = ("supersedes", supersedes) if supersedes else ("superseded_by", superseded_by)
+            where = index.path_key(path_text)
             with index.transaction(ctx.conn):
-                ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE file_path = ?", (value, path_text))
+                ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE id = ? AND dir = ?", (value, *where))
                 if superseded_by:
                     ctx.conn.execute(
-                        "UPDATE memories SET status = 'superseded' WHERE file_path = ? AND status = 'active'",
-                        (path_text,),
+                        "UPDATE memories SET status = 'superseded' WHERE id = ? AND dir = ? AND status = 'active'",
+                        where,
                     )
             return f"one-sided supersede chain (missing {what}); fix the file in the repo"
         if supersedes:
@@ -400,7 +403,7 @@ def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Fo
             with index.transaction(ctx.conn):
                 ctx.conn.execute(
                     "UPDATE memories SET status = 'retracted', supersedes = NULL, superseded_by = NULL "
-                    "WHERE file_path = ?", (path_text,),
+                    "WHERE id = ? AND dir = ?", index.path_key(path_text),
                 )  # fmt: skip
             return f"left out of its chain by an interrupted forget; fix the file in the repo (`open-memex forget {memory.id}`)"
         changed = []

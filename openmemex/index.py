@@ -13,131 +13,37 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import expansions
+from . import expansions, index_schema
 from .errors import MemexError, StoreBusyError
 from .fingerprint import FILE_MODE, FORMULA, MASK, SIG_COLUMNS, Sig, entry_hash, stat_sig
 from .ids import parse_time
 from .model import Memory
-from .text import cjk_index_text, content_hash
+from .text import content_hash
 
-SCHEMA_VERSION = 9  # 9: folder_state.formula (issue 11); 8: D80 expansions (D83), their CJK grams apart, D81 alias/target, row counter; 6: epoch
 BUSY_TIMEOUT_MS = 5000
+PAGE_SIZE = 8192
+SCHEMA_VERSION = index_schema.SCHEMA_VERSION
 
-_SCHEMA = """
-CREATE TABLE memories(
-  rowid INTEGER PRIMARY KEY,
-  id TEXT NOT NULL,
-  dir TEXT NOT NULL,
-  location TEXT NOT NULL,
-  file_path TEXT NOT NULL UNIQUE,
-  mtime_ns INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  ctime_ns INTEGER NOT NULL,
-  ino INTEGER NOT NULL,
-  scope TEXT NOT NULL,
-  scope_key TEXT NOT NULL,
-  visibility TEXT NOT NULL,
-  project_name TEXT NOT NULL,
-  type TEXT NOT NULL,
-  role TEXT NOT NULL,
-  importance TEXT NOT NULL,
-  status TEXT NOT NULL,
-  review_state TEXT NOT NULL,
-  source TEXT NOT NULL,
-  tags TEXT NOT NULL,
-  aliases TEXT NOT NULL,
-  expansions TEXT NOT NULL DEFAULT '',
-  cjk_expansions TEXT NOT NULL DEFAULT '',
-  alias TEXT NOT NULL DEFAULT '',
-  target TEXT NOT NULL DEFAULT '',
-  content TEXT NOT NULL,
-  cjk TEXT NOT NULL,
-  content_hash TEXT NOT NULL,
-  supersedes TEXT,
-  superseded_by TEXT,
-  created_at REAL NOT NULL,
-  updated_at REAL NOT NULL
-);
-CREATE INDEX memories_id ON memories(id);
-CREATE INDEX memories_dir_updated ON memories(dir, updated_at DESC);
-CREATE INDEX memories_dir_status ON memories(dir, status);
-CREATE INDEX memories_hash ON memories(content_hash);
-CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
-CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
-CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target <> '';
-CREATE VIRTUAL TABLE memories_fts USING fts5(
-  content, tags, aliases, expansions, type, cjk, cjk_expansions,
-  content='memories', content_rowid='rowid',
-  tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
-  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
-  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk, new.cjk_expansions);
-END;
-CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
-  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
-  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk, old.cjk_expansions);
-END;
-CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
-  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
-  INSERT INTO memories_fts(memories_fts, rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
-  VALUES ('delete', old.rowid, old.content, old.tags, old.aliases, old.expansions, old.type, old.cjk, old.cjk_expansions);
-  INSERT INTO memories_fts(rowid, content, tags, aliases, expansions, type, cjk, cjk_expansions)
-  VALUES (new.rowid, new.content, new.tags, new.aliases, new.expansions, new.type, new.cjk, new.cjk_expansions);
-END;
-CREATE TABLE quarantine(
-  file_path TEXT PRIMARY KEY,
-  dir TEXT NOT NULL,
-  mtime_ns INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  ctime_ns INTEGER NOT NULL,
-  ino INTEGER NOT NULL,
-  reason TEXT NOT NULL,
-  seen_at REAL NOT NULL
-);
-CREATE TABLE index_info(
-  key TEXT PRIMARY KEY,
-  value TEXT NOT NULL
-);
-CREATE TABLE folder_state(
-  dir TEXT PRIMARY KEY,
-  checksum INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  formula INTEGER NOT NULL
-);
-CREATE TABLE sync_log(
-  dir TEXT PRIMARY KEY,
-  at REAL NOT NULL,
-  kind TEXT NOT NULL,
-  added INTEGER NOT NULL,
-  updated INTEGER NOT NULL,
-  removed INTEGER NOT NULL,
-  scanned INTEGER NOT NULL
-);
-"""
-
-# Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
-KEPT_TABLES = ("vectors",)
-
-UPSERT_COLUMNS = (
-    "id", "dir", "location", "file_path", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
+# A row as ``row_values`` builds it and ``write_rows`` stores it: every stored column but
+# the rowid (``file_path`` and ``cjk`` are derived, see ``index_schema``).
+ROW_COLUMNS = (
+    "id", "dir", "location", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
-    "source", "tags", "aliases", "expansions", "cjk_expansions", "alias", "target", "content", "cjk", "content_hash", "supersedes",
-    "superseded_by", "created_at", "updated_at",
+    "source", "tags", "aliases", "expansions", "cjk_expansions", "alias", "target", "content",
+    "content_hash", "supersedes", "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
-UPSERT_SQL = (
-    f"INSERT INTO memories({', '.join(UPSERT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in UPSERT_COLUMNS)}) "
-    "ON CONFLICT(file_path) DO UPDATE SET "
-    + ", ".join(f"{c}=excluded.{c}" for c in UPSERT_COLUMNS if c != "file_path")
-)
+_AT = {c: i for i, c in enumerate(ROW_COLUMNS)}
+_ID, _DIR, _CONTENT, _TAGS, _ALIASES = _AT["id"], _AT["dir"], _AT["content"], _AT["tags"], _AT["aliases"]
+_EXPANSIONS, _TYPE, _CJK_EXPANSIONS = _AT["expansions"], _AT["type"], _AT["cjk_expansions"]
+_INSERT = f"INSERT INTO memories(rowid, {', '.join(ROW_COLUMNS)}) VALUES (?{', ?' * len(ROW_COLUMNS)})"
+_FTS = ", ".join(index_schema.FTS_COLUMNS)
+_FTS_INSERT = f"INSERT INTO memories_fts(rowid, {_FTS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_FTS_DELETE = f"INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?, ?)"
 
 Warn = Callable[[str], None]
 
@@ -264,12 +170,14 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
+        index_schema.register_functions(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only: rows of ~1.5 KB waste less
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA journal_size_limit = 67108864")  # keep the WAL from staying index-sized
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        if not index_schema.is_current(conn):
             create_schema(conn)
     except sqlite3.OperationalError as exc:
         conn.close()
@@ -294,30 +202,8 @@ def busy_error(exc: sqlite3.OperationalError) -> Exception:
 
 
 def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
-    with transaction(conn):
-        if not force and conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-            return  # another process won the race
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
-                "AND name NOT LIKE 'memories_fts_%'"
-            )
-        ]
-        for trigger in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
-            conn.execute(f'DROP TRIGGER IF EXISTS "{trigger[0]}"')
-        if "memories_fts" in names:
-            conn.execute("DROP TABLE memories_fts")
-        for name in names:
-            if name not in ("memories_fts", *KEPT_TABLES):
-                conn.execute(f'DROP TABLE IF EXISTS "{name}"')
-        for statement in _split_sql(_SCHEMA):
-            conn.execute(statement)
-        conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
-        conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
-        # no rows yet: they will be written with the map in force now
-        conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    """Create the current schema, empty (``index_schema``); ``force``: even if current."""
+    index_schema.create_schema(conn, force)
 
 
 def rows_version(conn: sqlite3.Connection) -> int:
@@ -332,16 +218,6 @@ def epoch(conn: sqlite3.Connection) -> str:
     long-running reader's knowledge of which rows are current ends with it."""
     row = conn.execute("SELECT value FROM index_info WHERE key = 'epoch'").fetchone()
     return str(row[0]) if row else ""
-
-
-def _split_sql(script: str) -> Iterator[str]:
-    buf: list[str] = []
-    for line in script.strip().splitlines():
-        buf.append(line)
-        joined = "\n".join(buf)
-        if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
-            yield joined
-            buf = []
 
 
 @contextmanager
@@ -383,44 +259,32 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 
 def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:
-    searchable = memory.body
+    """The index row of ``memory`` read from ``path`` (``ROW_COLUMNS``). The file name is
+    ``<id>.md`` (``memfile.read_memory`` refuses others), so the path is not stored."""
     pair = [x for x in (memory.alias, memory.target) if x]  # D81: the pair is searchable like aliases
-    cjk_source = " ".join([memory.body, *memory.tags, *memory.aliases, *pair])
     variants = expansions.current().variants(" ".join([memory.body, *memory.tags]), [*memory.aliases, *pair])
-    values = {
-        "id": memory.id,
-        "dir": str(folder.path),
-        "location": folder.location,
-        "file_path": str(path),
-        "mtime_ns": sig[0],
-        "size": sig[1],
-        "ctime_ns": sig[2],
-        "ino": sig[3],
-        "scope": memory.scope,
-        "scope_key": memory.scope_key,
-        "visibility": memory.visibility,
-        "project_name": memory.project_name,
-        "type": memory.type,
-        "role": memory.role,
-        "importance": memory.importance,
-        "status": memory.status,
-        "review_state": memory.review_state,
-        "source": memory.source,
-        "tags": ", ".join(memory.tags),
-        "aliases": ", ".join([*memory.aliases, *pair]),
-        "expansions": expansions.index_text(variants),
-        "cjk_expansions": expansions.index_text(variants, cjk=True),
-        "alias": (memory.alias or "").strip() if memory.target else "",
-        "target": (memory.target or "").strip() if memory.alias else "",
-        "content": searchable,
-        "cjk": cjk_index_text(cjk_source),
-        "content_hash": content_hash(memory.body),
-        "supersedes": memory.supersedes,
-        "superseded_by": memory.superseded_by,
-        "created_at": parse_time(memory.created_at) or 0.0,
-        "updated_at": parse_time(memory.updated_at) or 0.0,
-    }
-    return tuple(values[c] for c in UPSERT_COLUMNS)
+    return (
+        memory.id, str(folder.path), folder.location, sig[0], sig[1], sig[2], sig[3], memory.scope,
+        memory.scope_key, memory.visibility, memory.project_name, memory.type, memory.role,
+        memory.importance, memory.status, memory.review_state, memory.source, ", ".join(memory.tags),
+        ", ".join([*memory.aliases, *pair]), expansions.index_text(variants),
+        expansions.index_text(variants, cjk=True),
+        (memory.alias or "").strip() if memory.target else "",
+        (memory.target or "").strip() if memory.alias else "",
+        memory.body, content_hash(memory.body), memory.supersedes, memory.superseded_by,
+        parse_time(memory.created_at) or 0.0, parse_time(memory.updated_at) or 0.0,
+    )  # fmt: skip
+
+
+def row_path(row: Sequence[object]) -> str:
+    """The file a ``row_values`` row was read from (what ``file_path`` reads back)."""
+    return f"{row[_DIR]}{os.sep}{row[_ID]}.md"
+
+
+def path_key(path_text: str) -> tuple[str, str]:
+    """(id, dir) of the row a memory file's path would have: its unique key."""
+    folder, _, name = path_text.rpartition(os.sep)
+    return name.removesuffix(".md"), folder
 
 
 def placeholders(items: list[str]) -> str:
@@ -431,6 +295,86 @@ def placeholders(items: list[str]) -> str:
 def split_tags(text: str) -> list[str]:
     """Tags and aliases are stored comma-joined in the index (one FTS column each)."""
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+_LOOKUP_BATCH = 500
+
+
+def _existing(conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[object, ...]]:
+    """(id, dir) → (rowid, the FTS columns as stored) of the rows these keys name."""
+    by_dir: dict[str, list[str]] = {}
+    for memory_id, folder in keys:
+        by_dir.setdefault(folder, []).append(memory_id)
+    found: dict[tuple[str, str], tuple[object, ...]] = {}
+    plain = conn.cursor()
+    plain.row_factory = None
+    for folder, ids in by_dir.items():
+        for at in range(0, len(ids), _LOOKUP_BATCH):
+            part = ids[at : at + _LOOKUP_BATCH]
+            for row in plain.execute(
+                f"SELECT id, rowid, {_FTS} FROM memories WHERE dir = ? AND id IN ({placeholders(part)})",
+                (folder, *part),
+            ):
+                found[(row[0], folder)] = row[1:]
+    plain.close()
+    return found
+
+
+def _drop(conn: sqlite3.Connection, old: Iterable[tuple[object, ...]]) -> int:
+    """Delete rows (rowid, FTS columns) and their FTS entries — the very values they were
+    indexed with, or the FTS index would keep terms of a row that is gone."""
+    gone = list(old)
+    if gone:
+        conn.executemany(_FTS_DELETE, gone)
+        conn.executemany("DELETE FROM memories WHERE rowid = ?", [(g[0],) for g in gone])
+    return len(gone)
+
+
+def _count(conn: sqlite3.Connection, changes: int) -> None:
+    if changes:
+        conn.execute("UPDATE index_info SET value = value + ? WHERE key = 'rows'", (changes,))
+
+
+def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> None:
+    """Store ``row_values`` rows, replacing the rows of the same (id, dir), with their FTS
+    entries, in the caller's transaction. New rows are numbered in the order given (rowids
+    break bm25 ties, so a fresh index orders them the same on every machine); a replaced
+    row keeps its rowid."""
+    if not rows:
+        return
+    old = _existing(conn, ((str(r[_ID]), str(r[_DIR])) for r in rows))
+    next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
+    _drop(conn, old.values())  # (after the count: a kept rowid may be the highest)
+    full: list[tuple[object, ...]] = []
+    fts: list[tuple[object, ...]] = []
+    cjk_of = index_schema.cjk_of
+    for row in rows:
+        kept = old.get((str(row[_ID]), str(row[_DIR])))
+        if kept is not None:
+            rowid = kept[0]
+        else:
+            rowid, next_rowid = next_rowid, next_rowid + 1
+        content, tags, aliases = str(row[_CONTENT]), str(row[_TAGS]), str(row[_ALIASES])
+        full.append((rowid, *row))
+        fts.append((rowid, content, tags, aliases, row[_EXPANSIONS], row[_TYPE], cjk_of(content, tags, aliases),
+                    row[_CJK_EXPANSIONS]))  # fmt: skip
+    conn.executemany(_INSERT, full)
+    conn.executemany(_FTS_INSERT, fts)
+    _count(conn, len(rows) + len(old))
+
+
+def delete_rows(conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> int:
+    """Delete the rows of these (id, dir) keys and their FTS entries; returns how many."""
+    removed = _drop(conn, _existing(conn, keys).values())
+    _count(conn, removed)
+    return removed
+
+
+def row_sig(conn: sqlite3.Connection, path_text: str) -> Sig | None:
+    """What the index recorded about the file at ``path_text`` (None: no row)."""
+    memory_id, folder = path_key(path_text)
+    row = conn.execute(f"SELECT {SIG_COLUMNS} FROM memories WHERE id = ? AND dir = ?", (memory_id, folder)).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
 
 def upsert(conn: sqlite3.Connection, memory: Memory, folder: Folder) -> None:
@@ -453,26 +397,26 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
         key = str(memory.path.parent)
         delta = deltas.setdefault(key, [0, 0])
         delta[0] += entry_hash(memory.path.name, sig, st.st_mode)
-        old = conn.execute(f"SELECT {SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(memory.path),)).fetchone()
+        old = row_sig(conn, str(memory.path))
         if old is not None:  # rewritten in place by tmp+rename: same mode as before
-            delta[0] -= entry_hash(memory.path.name, tuple(old), st.st_mode)
+            delta[0] -= entry_hash(memory.path.name, old, st.st_mode)
         elif conn.execute("SELECT 1 FROM quarantine WHERE file_path = ?", (str(memory.path),)).fetchone():
             unknown.add(key)
         else:
             delta[1] += 1
     for path in removed:
         key = str(path.parent)
-        old = conn.execute(f"SELECT {SIG_COLUMNS} FROM memories WHERE file_path = ?", (str(path),)).fetchone()
+        old = row_sig(conn, str(path))
         if old is None:
             unknown.add(key)
             continue
         delta = deltas.setdefault(key, [0, 0])
-        delta[0] -= entry_hash(path.name, tuple(old), FILE_MODE)
+        delta[0] -= entry_hash(path.name, old, FILE_MODE)
         delta[1] -= 1
     with transaction(conn):
-        conn.executemany(UPSERT_SQL, rows)
+        write_rows(conn, rows)
         conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(str(m.path),) for m, _ in written])
-        conn.executemany("DELETE FROM memories WHERE file_path = ?", [(str(p),) for p in removed])
+        delete_rows(conn, (path_key(str(p)) for p in removed))
         for key, (checksum, count) in deltas.items():
             if key in unknown:
                 conn.execute("DELETE FROM folder_state WHERE dir = ?", (key,))

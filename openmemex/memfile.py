@@ -69,8 +69,9 @@ class RawFile:
     body: str  # the body as Memory sees it
 
 
-def read_memory(path: Path, default_scope_key: str | None = None) -> Memory:
-    """Parse ``path``; raise MemoryFileError with a one-line reason when it is unusable."""
+def read_memory(path: Path, default_scope_key: str | None = None, keep_raw: bool = True) -> Memory:
+    """Parse ``path``; raise MemoryFileError with a one-line reason when it is unusable.
+    ``keep_raw=False`` (indexing): no record of the file's lines, so no faithful rewrite."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -83,14 +84,14 @@ def read_memory(path: Path, default_scope_key: str | None = None) -> Memory:
         data = path.read_bytes()
     except FileNotFoundError:
         raise MemoryFileGone("the file was removed") from None
-    memory = parse_memory(data, default_scope_key)
+    memory = parse_memory(data, default_scope_key, keep_raw)
     if memory.id != path.stem:
         raise MemoryFileError(f"id {memory.id!r} does not match the file name {path.name!r}")
     memory.path = path
     return memory
 
 
-def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
+def parse_memory(data: bytes, default_scope_key: str | None = None, keep_raw: bool = True) -> Memory:
     if not data.strip():
         raise MemoryFileError("empty file")
     if b"\x00" in data:
@@ -123,7 +124,8 @@ def parse_memory(data: bytes, default_scope_key: str | None = None) -> Memory:
             f"unresolved git conflict markers (body line {marker}) — finish the merge: `open-memex resolve`"
         )
     memory = _to_memory(normalized, body)
-    memory.raw = _split_raw(fm_text, meta, normalized, raw_body, body)
+    if keep_raw:
+        memory.raw = _split_raw(fm_text, meta, normalized, raw_body, body)
     return memory
 
 
@@ -210,7 +212,7 @@ def normalize_fields(meta: dict[str, Any], default_scope_key: str | None = None)
     out.setdefault("type", "fact")
     out.setdefault("status", "active")
     for key in model.TIME_FIELDS:
-        fixed = normalize_time(out.get(key))
+        fixed = _canonical_time(out.get(key))
         if fixed is not None:
             out[key] = fixed
     if "updated_at" not in out and "created_at" in out:
@@ -238,19 +240,33 @@ def normalize_fields(meta: dict[str, Any], default_scope_key: str | None = None)
     return out
 
 
+# What ``normalize_time`` gives back unchanged (our writers' form): parsing and formatting
+# it again is most of what reading the fields costs when building the index (issue 11).
+_CANONICAL_TIME = re.compile(r"(19[7-9]\d|20\d\d)-\d\d-\d\dT\d\d:\d\d:\d\d(\.(?!000)\d{3})?Z\Z")
+
+
+def _canonical_time(value: Any) -> str | None:
+    if isinstance(value, str) and _CANONICAL_TIME.match(value):
+        return value  # a date that does not exist (02-30) stays as written, as normalize_time leaves it
+    return normalize_time(value)
+
+
 def _normalize_entry(entry: Any) -> Any:
     if not isinstance(entry, dict):
         return entry
     fixed = {str(k): v for k, v in entry.items()}
-    at = normalize_time(fixed.get("at"))
+    at = _canonical_time(fixed.get("at"))
     if at is not None:
         fixed["at"] = at
     return fixed
 
 
+_KNOWN_FIELDS = frozenset(model.FIELD_ORDER)
+
+
 def _to_memory(fields: dict[str, Any], body: str) -> Memory:
-    known = {k: v for k, v in fields.items() if k in model.FIELD_ORDER}
-    extra = {k: v for k, v in fields.items() if k not in model.FIELD_ORDER}
+    known = {k: v for k, v in fields.items() if k in _KNOWN_FIELDS}
+    extra = {k: v for k, v in fields.items() if k not in _KNOWN_FIELDS}
     scope = known["scope"]
     return Memory(
         id=known["id"],

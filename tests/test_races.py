@@ -194,11 +194,11 @@ def test_reindex_never_shows_an_empty_index(data_root: Path, monkeypatch: object
     reread_here: list[Path] = []
     main = threading.get_ident()
 
-    def slow_read(path: Path, key: str | None = None) -> object:
+    def slow_read(path: Path, key: str | None = None, keep_raw: bool = True) -> object:
         if threading.get_ident() == main:
             reread_here.append(path)  # this connection saw an emptied index and rebuilt it too
         time.sleep(0.01)
-        return real_read(path, key)
+        return real_read(path, key, keep_raw)
 
     monkeypatch.setattr(freshness, "read_memory", slow_read)
     done = threading.Event()

@@ -1,0 +1,204 @@
+"""The index's tables (issue 11: a smaller index, same answers).
+
+``memories`` keeps every column readers use (search, listing, lookup … read ``m.*``), but
+what can be derived is not stored: ``file_path`` is the folder plus ``<id>.md`` (a file
+whose id differs from its name is never indexed), and ``cjk`` — the unigrams and bigrams of
+the Chinese/Japanese/Korean text — is worked out from content, tags and aliases by an SQL
+function every connection registers (``register_functions``). The FTS5 table reads the same
+columns, so its tokens, and bm25, are what they were.
+
+Rows are inserted and deleted only by ``index.write_rows`` / ``index.delete_rows``, which
+keep ``memories_fts`` in step from Python: an FTS5 insert inside a trigger flushes its
+pending terms on every row, three times slower than a batch. An UPDATE of a searchable
+column (``expansions.attach`` re-deriving the D80 columns) goes through a trigger.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from types import CodeType
+
+from . import expansions
+from .text import CJK_RUN, cjk_grams, cjk_index_text
+
+SCHEMA_VERSION = 10  # 10: derived file_path and cjk, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+# Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
+KEPT_TABLES = ("vectors",)
+FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
+_FTS = ", ".join(FTS_COLUMNS)
+_OLD = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
+_NEW = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
+
+_SCHEMA = f"""
+CREATE TABLE memories(
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL,
+  dir TEXT NOT NULL,
+  location TEXT NOT NULL,
+  file_path TEXT GENERATED ALWAYS AS (dir || '{os.sep}' || id || '.md') VIRTUAL,
+  mtime_ns INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
+  scope TEXT NOT NULL,
+  scope_key TEXT NOT NULL,
+  visibility TEXT NOT NULL,
+  project_name TEXT NOT NULL,
+  type TEXT NOT NULL,
+  role TEXT NOT NULL,
+  importance TEXT NOT NULL,
+  status TEXT NOT NULL,
+  review_state TEXT NOT NULL,
+  source TEXT NOT NULL,
+  tags TEXT NOT NULL,
+  aliases TEXT NOT NULL,
+  expansions TEXT NOT NULL DEFAULT '',
+  cjk_expansions TEXT NOT NULL DEFAULT '',
+  alias TEXT NOT NULL DEFAULT '',
+  target TEXT NOT NULL DEFAULT '',
+  content TEXT NOT NULL,
+  cjk TEXT GENERATED ALWAYS AS (memex_cjk(content, tags, aliases)) VIRTUAL,
+  content_hash TEXT NOT NULL,
+  supersedes TEXT,
+  superseded_by TEXT,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX memories_id ON memories(id, dir);
+CREATE INDEX memories_dir_updated ON memories(dir, updated_at);
+CREATE INDEX memories_dir_status ON memories(dir, status);
+CREATE INDEX memories_hash ON memories(content_hash);
+CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target <> '';
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+  content, tags, aliases, expansions, type, cjk, cjk_expansions,
+  content='memories', content_rowid='rowid',
+  tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+  UPDATE index_info SET value = value + 1 WHERE key = 'rows';
+END;
+CREATE TRIGGER memories_au_fts AFTER UPDATE OF content, tags, aliases, expansions, type, cjk_expansions ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', old.rowid, {_OLD});
+  INSERT INTO memories_fts(rowid, {_FTS}) VALUES (new.rowid, {_NEW});
+END;
+CREATE TABLE quarantine(
+  file_path TEXT PRIMARY KEY,
+  dir TEXT NOT NULL,
+  mtime_ns INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  ino INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  seen_at REAL NOT NULL
+);
+CREATE TABLE index_info(
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE folder_state(
+  dir TEXT PRIMARY KEY,
+  checksum INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  formula INTEGER NOT NULL
+);
+CREATE TABLE sync_log(
+  dir TEXT PRIMARY KEY,
+  at REAL NOT NULL,
+  kind TEXT NOT NULL,
+  added INTEGER NOT NULL,
+  updated INTEGER NOT NULL,
+  removed INTEGER NOT NULL,
+  scanned INTEGER NOT NULL
+);
+"""
+
+
+def cjk_of(content: str, tags: str, aliases: str) -> str:
+    """The ``cjk`` column from the stored ones: the grams of the body, tags, aliases and
+    the D81 pair (the ``aliases`` column holds both), as the row was always indexed."""
+    return cjk_index_text(f"{content} {tags} {aliases}")
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """What the schema's derived columns call; every connection to the index needs it
+    (one without can still read the stored columns, not ``cjk``)."""
+    conn.create_function("memex_cjk", 3, cjk_of, deterministic=True)
+
+
+_PROBE = "中文记忆 kana かなカナ 㐀 丂 豈 한국어 mixed中文text 〇 ｡ ﾟ ，。 end"
+
+
+def _code(fn: CodeType) -> bytes:
+    parts = [fn.co_code]
+    for const in fn.co_consts:
+        parts.append(_code(const) if isinstance(const, CodeType) else repr(const).encode("utf-8", "backslashreplace"))
+    return b"\0".join(parts)
+
+
+@functools.cache
+def text_rules() -> str:
+    """A digest of how ``cjk`` is derived. The grams an FTS row was inserted with must be
+    the ones its delete sends later, so a release that derives them differently (or
+    another Python compiling them differently) rebuilds the index rather than corrupt it."""
+    digest = hashlib.sha256()
+    for part in (CJK_RUN.pattern.encode(), _code(cjk_grams.__code__), _code(cjk_index_text.__code__),
+                 cjk_of(_PROBE, "标签", "别名").encode()):  # fmt: skip
+        digest.update(part + b"\1")
+    return digest.hexdigest()[:16]
+
+
+def is_current(conn: sqlite3.Connection) -> bool:
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        return False
+    try:
+        row = conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()
+    except sqlite3.OperationalError:
+        return False  # no index_info: not a schema we made
+    return row is not None and row[0] == text_rules()
+
+
+def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
+    """Drop every table (but ``KEPT_TABLES``) and create the current schema, empty."""
+    from .index import transaction
+
+    with transaction(conn):
+        if not force and is_current(conn):
+            return  # another process won the race
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+                "AND name NOT LIKE 'memories_fts_%'"
+            )
+        ]
+        for trigger in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+            conn.execute(f'DROP TRIGGER IF EXISTS "{trigger[0]}"')
+        if "memories_fts" in names:
+            conn.execute("DROP TABLE memories_fts")
+        for name in names:
+            if name not in ("memories_fts", *KEPT_TABLES):
+                conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for statement in split_sql(_SCHEMA):
+            conn.execute(statement)
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('text', ?)", (text_rules(),))
+        # no rows yet: they will be written with the map in force now
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def split_sql(script: str) -> Iterator[str]:
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf)
+        if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
+            yield joined
+            buf = []
