@@ -1,12 +1,15 @@
 """D80 curated expansion groups, indexed in their own column (D83).
 
-A memory that says "deploy" is also found by "ship", "release" or 部署: when any member of
-a group occurs in a memory's text or tags, the group's other members are stored beside it
-in the index (``expansions`` and ``cjk_expansions`` columns, weighted below aliases), at most 32 per memory, never
-repeating what the text or the user's aliases already say. The work is done once, at
-index time, so search pays nothing; a hit found through this column is attributed
-``(synonym: …)``. Users add groups with the ``searchExpansions`` config key; the index
-keeps a hash of the map in force and re-derives the column when it changes.
+A memory that says "deploy" is also found by "ship", "release" or 部署: each group is one
+concept, and a memory whose text, tags or aliases use any member carries the group's
+concept token (``omxg<n>``) in the index's ``expansions`` column (weighted below aliases),
+at most 32 per memory. A query that uses any member asks for the same token. One token per
+concept rather than every member word keeps the words a memory really says at their own
+rarity for bm25 (a word that is also some group's member no longer looks common), keeps the
+index small, and bridges English and Chinese in one step. The work is done at index time
+(and once per query), and a hit found this way is attributed ``(synonym: …)`` with the
+query's words that reached it. Users add groups with the ``searchExpansions`` config key;
+the index keeps a hash of the map in force and re-derives the column when it changes.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .text import CJK_RUN, cjk_index_text
+from .text import CJK_RUN
 
 MAX_EXPANSIONS = 32
-RULES_VERSION = 2  # part of the map's hash: a change to how variants are chosen re-derives the column
+RULES_VERSION = 3  # part of the map's hash: a change to how the column is derived re-derives it (3: concept tokens)
+TOKEN = "omxg"  # + the group's number: one FTS term per concept (never a word people write)
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
 # Each group is one concept in the words developers use for it, English and Chinese.
@@ -111,39 +114,18 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _forms(token: str) -> set[str]:
-    """A word and the base forms it may come from ("deploys", "released", "caching"), so
+@functools.lru_cache(maxsize=8192)
+def _forms(token: str) -> tuple[str, ...]:
+    """A word, then the base forms it may come from ("deploys", "released", "caching"), so
     a group member written as a base form matches its inflections in memory text."""
-    out = {token}
+    out = [token]
     for suffix, repl in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e")):
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            out.add(token[: len(token) - len(suffix)] + repl)
-    return out
-
-
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "es", "ed", "s")
-
-
-@functools.lru_cache(maxsize=8192)
-def _root(word: str) -> str:
-    """A rough porter stand-in: the suffixes porter removes, so "deployment", "deploys"
-    and "deploy" (or "caching" and "cache") share a root."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-            if suffix in ("ing", "ings", "ed") and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # "logging" → "log", "shipped" → "ship"
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
-
-
-@functools.lru_cache(maxsize=4096)
-def stem(word: str) -> str:
-    """A crude stem for attribution ("throttling" → "throttl"): the shortest base form of
-    ``_forms`` minus a final e, at least four letters."""
-    base = min(_forms(word), key=len)
-    base = base[:-1] if base.endswith("e") and len(base) > 4 else base
-    return base if len(base) >= 4 else word
+            base = token[: len(token) - len(suffix)] + repl
+            out.append(base)
+            if suffix in ("ed", "ing") and base[-1] == base[-2] and base[-1] not in "lsz":
+                out.append(base[:-1])  # "shipped", "shipping" → "ship"
+    return tuple(dict.fromkeys(out))
 
 
 def _words(text: str) -> list[str]:
@@ -177,74 +159,60 @@ class Expander:
 
     def matched_groups(self, text: str) -> list[int]:
         """Groups with a member in ``text``, in order of first appearance."""
-        found: dict[int, None] = {}
+        return list(self.matched_members(text))
+
+    def matched_members(self, text: str) -> dict[int, list[str]]:
+        """The members ``text`` uses (as words, inflected or not, or as CJK substrings), by
+        group, groups in order of first appearance."""
+        found: dict[int, list[str]] = {}
         words = _words(text)
         forms = [_forms(w) for w in words]
         for i, wf in enumerate(forms):
+            here: set[int] = set()  # one member per word and group: the word as written first
             for form in wf:
                 for gi in self._words.get(form, ()):
-                    found.setdefault(gi, None)
+                    if gi not in here:
+                        here.add(gi)
+                        _note(found, gi, self._member_of(gi, form))
                 for phrase, gi in self._phrases.get(form, ()):
                     if all(i + k < len(forms) and phrase[k] in forms[i + k] for k in range(1, len(phrase))):
-                        found.setdefault(gi, None)
+                        _note(found, gi, self._member_of(gi, " ".join(phrase)))
         if CJK_RUN.search(text):
             for member, gi in self._cjk:
                 if member in text:
-                    found.setdefault(gi, None)
-        return list(found)
+                    _note(found, gi, member)
+        return found
 
-    def variants(self, text: str, present: Sequence[str] = ()) -> list[str]:
-        """Members of the groups ``text`` touches that it does not already say (nor
-        ``present``, the user's own aliases), at most ``MAX_EXPANSIONS``. Inflections of a
-        word already there ("deployment" beside "deploy", "logging" beside "logs") are left
-        out: the index's porter stemmer makes them the same term, so they would only cost."""
-        lowered = text.lower()
-        have_words = {f for w in _words(text) for f in _forms(w)}
-        roots = {_root(w) for w in _words(text)} | {_root(w) for p in present for w in _words(p)}
-        taken = {p.casefold() for p in present}
+    def _member_of(self, gi: int, words: str) -> str:
+        for member in self.groups[gi]:
+            if " ".join(_words(member)) == words:
+                return member
+        return words
+
+    def tokens(self, text: str) -> list[str]:
+        """The concept tokens of the groups ``text`` touches (at most ``MAX_EXPANSIONS``):
+        the ``expansions`` column of a memory, and what a query asks that column for."""
+        return [f"{TOKEN}{gi}" for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
+
+    def reached(self, query: str, column: str, memory_text: str) -> list[str]:
+        """The query's own words that found a memory through a concept it does not put in
+        those words (the ``(synonym: …)`` attribution): members of a group both use, that
+        the query says and the memory does not."""
+        theirs = set(column.split())
+        asked = self.matched_members(query)
+        common = [gi for gi in asked if f"{TOKEN}{gi}" in theirs]
+        if not common:
+            return []
+        said = self.matched_members(memory_text)
         out: list[str] = []
-        for gi in self.matched_groups(text):
-            for member in self.groups[gi]:
-                if member.casefold() in taken:
-                    continue
-                if CJK_RUN.search(member):
-                    if member in text:
-                        continue
-                else:
-                    words = _words(member)
-                    if len(words) == 1 and (words[0] in have_words or _root(words[0]) in roots):
-                        continue
-                    if len(words) > 1 and f" {' '.join(words)} " in f" {' '.join(_words(lowered))} ":
-                        continue
-                    if len(words) == 1:
-                        roots.add(_root(words[0]))
-                taken.add(member.casefold())
-                out.append(member)
-                if len(out) == MAX_EXPANSIONS:
-                    return out
+        for gi in common:
+            out.extend(m for m in asked[gi] if m not in said.get(gi, ()) and m not in out)
         return out
 
-
-def index_text(variants: Iterable[str], cjk: bool = False) -> str:
-    """The ``expansions`` column (Latin variants, comma-separated) or, with ``cjk``, the
-    ``cjk_expansions`` column (each Chinese variant followed by its character grams, so the
-    bigram queries of design §7 reach it). Apart, so a memory with many Chinese variants
-    does not dilute its Latin ones through bm25's length normalisation."""
-    parts = []
-    for member in variants:
-        if bool(CJK_RUN.search(member)) == cjk:
-            parts.append(f"{member} {cjk_index_text(member)}" if cjk else member)
-    return ", ".join(parts)
-
-
-def members(column: str) -> list[str]:
-    """The variants back out of an ``expansions`` column value."""
-    out = []
-    for part in column.split(", "):
-        part = part.strip()
-        if part:
-            out.append(part.split(" ")[0] if CJK_RUN.search(part) else part)
-    return out
+def _note(found: dict[int, list[str]], gi: int, member: str) -> None:
+    got = found.setdefault(gi, [])
+    if member not in got:
+        got.append(member)
 
 
 def check_groups(value: object) -> list[list[str]]:
@@ -306,9 +274,7 @@ def attach(conn: sqlite3.Connection, expander: Expander) -> int:
         rows = conn.execute("SELECT rowid, content, tags, aliases FROM memories").fetchall()
         updates = []
         for rowid, content, tags, aliases in rows:
-            text = " ".join([content, *split_tags(tags)])
-            variants = expander.variants(text, split_tags(aliases))
-            updates.append((index_text(variants), index_text(variants, cjk=True), rowid))
+            updates.append((" ".join(expander.tokens(" ".join([content, *split_tags(tags), *split_tags(aliases)]))), "", rowid))
         conn.executemany("UPDATE memories SET expansions = ?, cjk_expansions = ? WHERE rowid = ?", updates)
         conn.execute(
             "INSERT INTO index_info(key, value) VALUES ('expansions', ?) "

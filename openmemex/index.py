@@ -262,13 +262,12 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
     """The index row of ``memory`` read from ``path`` (``ROW_COLUMNS``). The file name is
     ``<id>.md`` (``memfile.read_memory`` refuses others), so the path is not stored."""
     pair = [x for x in (memory.alias, memory.target) if x]  # D81: the pair is searchable like aliases
-    variants = expansions.current().variants(" ".join([memory.body, *memory.tags]), [*memory.aliases, *pair])
+    concepts = expansions.current().tokens(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]))
     return (
         memory.id, str(folder.path), folder.location, sig[0], sig[1], sig[2], sig[3], memory.scope,
         memory.scope_key, memory.visibility, memory.project_name, memory.type, memory.role,
         memory.importance, memory.status, memory.review_state, memory.source, ", ".join(memory.tags),
-        ", ".join([*memory.aliases, *pair]), expansions.index_text(variants),
-        expansions.index_text(variants, cjk=True),
+        ", ".join([*memory.aliases, *pair]), " ".join(concepts), "",
         (memory.alias or "").strip() if memory.target else "",
         (memory.target or "").strip() if memory.alias else "",
         memory.body, content_hash(memory.body), memory.supersedes, memory.superseded_by,

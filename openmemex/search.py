@@ -7,14 +7,14 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
-from . import aliases, freshness
+from . import aliases, expansions, freshness
 from .context import Context
 from .errors import UsageError
-from .expansions import ablated, members, stem
+from .expansions import ablated
 from .index import placeholders, split_tags
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
-from .text import build_query, check_text, cjk_query_terms, identifiers, latin_terms, normalize_ws
+from .text import build_query, check_text, identifiers, normalize_ws
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
@@ -139,7 +139,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     limit = check_limit(limit, MAX_LIMIT)
     folders = ctx.folders(scope)
     freshness.sync(ctx, scope)
-    expression = build_query(query)
+    expression = _expression(query)
     result = SearchResult(query, expression, [], scopes=[str(f.path) for f in folders], rule=_rule())
     if not expression:
         return result
@@ -147,7 +147,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     overfetch = min(3 * limit + 10, 150)
     rewrites = [] if ablated("no-aliases") else aliases.rounds(query, aliases.registry(ctx.conn, dirs))
     result.rewrites = [r.label() for r in rewrites]
-    expressions = [expression, *(build_query(r.text) for r in rewrites)]
+    expressions = [expression, *(_expression(r.text) for r in rewrites)]
     round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
     if explain:
         result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
@@ -163,10 +163,19 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
             result.lanes = ["bm25", f"vector:{model}"]
     result.candidates = len(candidates) + result.hidden_retracted
     resolved = _resolve(ctx, candidates, dirs, type, result)
-    terms = (latin_terms(query), cjk_query_terms(query))
-    result.hits = [_hit(target, cand, terms) for target, cand in _order(resolved)[:limit]]
+    result.hits = [_hit(target, cand, query) for target, cand in _order(resolved)[:limit]]
     _explain_order(result.hits, resolved)
     return result
+
+
+def _expression(text: str) -> str:
+    """``build_query`` plus the D80 concept tokens of the groups ``text`` uses, asked of
+    the ``expansions`` column only."""
+    expression = build_query(text)
+    tokens = expansions.current().tokens(text) if expression else []
+    if not tokens:
+        return expression
+    return f"({expression}) OR expansions:({' OR '.join(tokens)})"
 
 
 def _rule() -> str:
@@ -334,24 +343,16 @@ def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool
     return inside is None and not replacement_missing(ctx.conn, nxt)
 
 
-def _synonyms(row: sqlite3.Row, latin: list[str], cjk: list[str]) -> list[str]:
-    """The D80 variants of ``row`` the query's terms reach — worked out for the shown hits
-    only, in Python, rather than by a ``highlight()`` of two more columns for every
-    candidate of every round. Latin terms match as the index does: a prefix of the word
-    or of its stem."""
-    out = []
-    if latin:
-        for member in members(row["expansions"]):
-            for word in member.lower().replace("-", " ").split():
-                root = stem(word)
-                if any(word.startswith(t) or t.startswith(root) for t in latin):
-                    out.append(member)
-                    break
-    out.extend(m for m in members(row["cjk_expansions"]) if any(g in m for g in cjk))
-    return out
+def _synonyms(row: sqlite3.Row, query: str) -> list[str]:
+    """The query's words that reached ``row`` through a D80 concept rather than its own
+    words — worked out for the shown hits only."""
+    if not row["expansions"]:
+        return []
+    text = " ".join((row["content"], row["tags"], row["aliases"]))
+    return expansions.current().reached(query, row["expansions"], text)
 
 
-def _hit(target: sqlite3.Row, cand: _Candidate, terms: tuple[list[str], list[str]]) -> Hit:
+def _hit(target: sqlite3.Row, cand: _Candidate, query: str) -> Hit:
     matched = cand.row
     marks = matched if "snip" in matched.keys() else None  # noqa: SIM118 (Row: `in` tests values)
     snip = marks["snip"] if marks is not None else None
@@ -369,7 +370,7 @@ def _hit(target: sqlite3.Row, cand: _Candidate, terms: tuple[list[str], list[str
     elif marks is not None and "\x01" in (marks["tag_hl"] or ""):
         via = "tags"
     if marks is not None:
-        synonyms = _synonyms(matched, *terms)
+        synonyms = _synonyms(matched, query)
     if via == "body" and "[" not in (snip or ""):
         via = "synonym" if synonyms else ("cjk" if matched["cjk"] else "type")
     if synonyms:
