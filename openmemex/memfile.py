@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import model
+from . import fastyaml, model
 from .ids import normalize_time
 from .model import Memory
 from .schema import validate
@@ -156,6 +156,9 @@ def conflict_marker_line(body: str) -> int | None:
 
 
 def _load_yaml(fm_text: str) -> dict[str, Any]:
+    fast = fastyaml.load(fm_text)  # the layout our writers emit, read without libyaml
+    if fast is not None:
+        return fast
     import yaml
 
     if "&" in fm_text or "*" in fm_text:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +202,110 @@ def test_yaml12_lookalikes_are_quoted(value: str) -> None:
     text = serialize(memory)
     assert f"tags: [{value}]" not in text
     assert parse_memory(text.encode()).tags == [value]
+
+
+# -- issue 11: the fast frontmatter reader agrees with libyaml ---------------------------
+
+_GOOD = ["active", "draft", "project__acme__0123456789ab", "personal", "x@y.z", "a/b", "c++", "_x", "A-b.c",
+         "01K6AB3XZQ7WVD9J1M2N4P5Q6R", "7", "0", "123456789012345678", "null", "true", "false", "中文", "naïve",
+         "emoji😀"]  # fmt: skip
+_RISKY = [
+    "01234567012345670123456701", "0x1F", "0b1", "012", "-1", "1.5", ".5", "1e5", "2026-01-01", "12:30", "~",
+    "Null", "NULL", "True", "yes", "No", "on", "OFF", "y", "n", "<<", "=", "", "a b", "a: b", "a #b", "a,b",
+    "[x]", "{a: 1}", "&anchor", "*alias", "!!python/object", "|", ">", "'quoted'", "%", "@at", "`tick`",
+    "tab\there", "cr\rhere", "nl\u2028here", "\x85", "\ufeff", "\x7f", "-", "--", "...", "---", "?", "a?",
+    "1_000", "1234567890123456789012",
+]  # fmt: skip
+_QUOTED = ['"plain"', '"with \\"quote\\""', '"back\\\\slash"', '"\\u00e9\\n\\t"', '"a, b"', '"中文, ok"',
+           '"2026-11-30T12:22:49.212Z"', '"#x"', '""', '"\\b\\f\\r"']  # fmt: skip
+_RISKY_QUOTED = ['"\\ud83d\\ude00"', '"\\/"', '"\\e"', '"\\x41"', '"tab\there"', '"\\N"', '"a\\\nb"', "'single'"]
+
+
+def _pick(rng: Any, good: list[str], risky: list[str], p: float = 0.03) -> str:
+    return str(rng.choice(risky if rng.random() < p else good))
+
+
+def _random_frontmatter(rng: Any) -> str:
+    lines = [""]
+    keys = ["id", "scope", "tags", "aliases", "created_at", "x_note", "review_history", "schema_version", "k"]
+    odd_keys = ["yes", "Null", "a-b", "on", "TRUE"]
+    for _ in range(rng.randint(1, 8)):
+        key = _pick(rng, keys, odd_keys)
+        kind = rng.random()
+        if kind < 0.35:
+            value = _pick(rng, _GOOD, _RISKY)
+        elif kind < 0.6:
+            value = _pick(rng, _QUOTED, _RISKY_QUOTED)
+        elif kind < 0.85:
+            items = [_pick(rng, _GOOD + _QUOTED, _RISKY + _RISKY_QUOTED) for _ in range(rng.randint(0, 3))]
+            value = "[" + _pick(rng, [", "], [",", " , ", ",  "]).join(items) + _pick(rng, ["]"], [", ]", "] x"])
+        else:
+            entries = []
+            for _ in range(rng.randint(0, 2)):
+                first = True
+                for _ in range(rng.randint(1, 3)):
+                    k, v = _pick(rng, ["at", "to", "by", "note"], ["yes", "a-b"]), _pick(rng, _GOOD + _QUOTED, _RISKY)
+                    entries.append(f"{'  - ' if first else _pick(rng, ['    '], ['   ', '  ', '      '])}{k}: {v}")
+                    first = False
+            lines.append(f"{key}:")
+            lines.extend(entries)
+            continue
+        space, tail = _pick(rng, [" "], ["  ", ""]), _pick(rng, [""], [" ", " # c", "\t"])
+        lines.append(f"{key}:{space}{value}{tail}")
+    if rng.random() < 0.1:
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice(["", "# comment", "  ", "---", "...", "  x: 1"]))
+    return "\n".join(lines) + "\n"
+
+
+def test_fast_frontmatter_reader_agrees_with_libyaml() -> None:
+    """Whatever ``fastyaml.load`` accepts, libyaml's safe loader reads the same way; it
+    declines the rest (comments, other quoting, YAML 1.1 words, anchors, odd spacing)."""
+    import random
+
+    import yaml
+
+    from openmemex import fastyaml
+
+    rng = random.Random(11)
+    taken = 0
+    for _ in range(20000):
+        text = _random_frontmatter(rng)
+        fast = fastyaml.load(text)
+        if fast is None:
+            continue
+        taken += 1
+        slow = yaml.load(text, Loader=yaml.CSafeLoader)
+        # json.dumps tells True from 1 and a date from a string, at any depth, and key order
+        assert json.dumps(fast, default=repr) == json.dumps(slow, default=repr), text
+    assert taken > 1000  # the generator does reach the subset
+
+
+def test_what_the_writer_emits_is_read_without_libyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files ``serialize`` writes — odd tags, quotes, Chinese, review history, fields we do
+    not own — take the fast path and read back as libyaml reads them."""
+    import yaml
+
+    from openmemex import fastyaml, memfile
+
+    tags = [["auth", "oauth"], ["中文", "a, b", 'say "hi"', "c++", "yes", "null"], [], ["x@y.z", "#hash", "tab\tin"]]
+    for i, tag_set in enumerate(tags):
+        memory = Memory(
+            id=new_ulid(), scope="project", scope_key="project__acme__0123456789ab", body=f"body {i}",
+            tags=tag_set, aliases=["alias one", "别名"], alias="PSP" if i % 2 else None,
+            target="payment service provider" if i % 2 else None, created_at="2026-01-05T09:00:00Z",
+            updated_at="2026-01-05T09:00:00.250Z", review_state="approved", approved_by="octocat",
+            review_history=[{"at": "2026-01-05T09:00:00Z", "from": "draft", "to": "approved", "by": "octocat",
+                             "note": "looks good: ship it"}],
+            extra={"x_team_owner": "platform", "x_count": 3, "x_flag": True},
+        )  # fmt: skip
+        text = serialize(memory)
+        front = memfile._boundary().split(text, 2)[1]
+        assert fastyaml.load(front) == yaml.load(front, Loader=yaml.CSafeLoader)
+        path = tmp_path / f"{memory.id}.md"
+        path.write_text(text, encoding="utf-8")
+        fast = read_memory(path)
+        monkeypatch.setattr(fastyaml, "load", lambda _text: None)
+        slow = read_memory(path)
+        monkeypatch.undo()
+        assert (fast.tags, fast.aliases, fast.review_history, fast.extra) == (slow.tags, slow.aliases, slow.review_history, slow.extra)
+        assert serialize(fast) == serialize(slow) == text
