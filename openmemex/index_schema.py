@@ -20,10 +20,9 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
-from types import CodeType
 
 from . import expansions
-from .text import CJK_RUN, cjk_grams, cjk_index_text
+from .text import CJK_RUN, cjk_index_text
 
 SCHEMA_VERSION = 10  # 10: derived file_path and cjk, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
@@ -131,26 +130,24 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("memex_cjk", 3, cjk_of, deterministic=True)
 
 
-_PROBE = "中文记忆 kana かなカナ 㐀 丂 豈 한국어 mixed中文text 〇 ｡ ﾟ ，。 end"
-
-
-def _code(fn: CodeType) -> bytes:
-    parts = [fn.co_code]
-    for const in fn.co_consts:
-        parts.append(_code(const) if isinstance(const, CodeType) else repr(const).encode("utf-8", "backslashreplace"))
-    return b"\0".join(parts)
+# Every CJK range's first and last character and its neighbours outside, runs of one to
+# three characters, punctuation and Latin between them: a change to the ranges or to how
+# grams are made changes what this gives.
+_PROBE = " ".join([
+    "\u303f\u3040\u30ff\u3100", "\u33ff\u3400\u4dbf\u4dc0", "\u4dff\u4e00\u9fff\ua000",
+    "\uf8ff\uf900\ufaff\ufb00", "\uabff\uac00\ud7af\ud7b0", "中", "中文", "中文字", "a中b文c", "中，文。字",
+    "かなカナ", "한국어", "mixed中文text", "〇々〆", "ｱｲ", "end",
+])  # fmt: skip
 
 
 @functools.cache
 def text_rules() -> str:
-    """A digest of how ``cjk`` is derived. The grams an FTS row was inserted with must be
-    the ones its delete sends later, so a release that derives them differently (or
-    another Python compiling them differently) rebuilds the index rather than corrupt it."""
-    digest = hashlib.sha256()
-    for part in (CJK_RUN.pattern.encode(), _code(cjk_grams.__code__), _code(cjk_index_text.__code__),
-                 cjk_of(_PROBE, "标签", "别名").encode()):  # fmt: skip
-        digest.update(part + b"\1")
-    return digest.hexdigest()[:16]
+    """What ``cjk`` is derived by, as a digest of what it makes of ``_PROBE``. The grams an
+    FTS row was inserted with are the ones its delete must send later, so an index made
+    under other rules is rebuilt rather than corrupted (behaviour, not code: another
+    Python running the same release agrees, and does not rebuild it back)."""
+    made = cjk_of(_PROBE, "标签, tag", "别名, alias")
+    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}".encode()).hexdigest()[:16]
 
 
 def is_current(conn: sqlite3.Connection) -> bool:
