@@ -194,20 +194,24 @@ class Expander:
         the ``expansions`` column of a memory, and what a query asks that column for."""
         return [f"{TOKEN}{gi}" for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
 
-    def reached(self, query: str, column: str, memory_text: str) -> list[str]:
+    def reached(self, asked: dict[int, list[str]], column: str, memory_text: str) -> list[str]:
         """The query's own words that found a memory through a concept it does not put in
-        those words (the ``(synonym: …)`` attribution): members of a group both use, that
-        the query says and the memory does not."""
-        theirs = set(column.split())
-        asked = self.matched_members(query)
+        those words (the ``(synonym: …)`` attribution): of the groups both use (``asked`` is
+        ``matched_members`` of the query, worked out once per search), the members the query
+        says and the memory does not."""
+        theirs = column.split()
         common = [gi for gi in asked if f"{TOKEN}{gi}" in theirs]
         if not common:
             return []
-        said = self.matched_members(memory_text)
+        forms = {f for w in _words(memory_text) for f in _forms(w)}
         out: list[str] = []
         for gi in common:
-            out.extend(m for m in asked[gi] if m not in said.get(gi, ()) and m not in out)
+            for member in asked[gi]:
+                said = member in memory_text if CJK_RUN.search(member) else all(w in forms for w in _words(member))
+                if not said and member not in out:
+                    out.append(member)
         return out
+
 
 def _note(found: dict[int, list[str]], gi: int, member: str) -> None:
     got = found.setdefault(gi, [])

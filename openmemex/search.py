@@ -164,7 +164,8 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
             result.lanes = ["bm25", f"vector:{model}"]
     result.candidates = len(candidates) + result.hidden_retracted
     resolved = _resolve(ctx, candidates, dirs, type, result)
-    result.hits = [_hit(target, cand, query) for target, cand in _order(resolved)[:limit]]
+    asked = expansions.current().matched_members(query)
+    result.hits = [_hit(target, cand, asked) for target, cand in _order(resolved)[:limit]]
     _explain_order(result.hits, resolved)
     return result
 
@@ -344,16 +345,16 @@ def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool
     return inside is None and not replacement_missing(ctx.conn, nxt)
 
 
-def _synonyms(row: sqlite3.Row, query: str) -> list[str]:
+def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
     """The query's words that reached ``row`` through a D80 concept rather than its own
     words — worked out for the shown hits only."""
-    if not row["expansions"]:
+    if not row["expansions"] or not asked:
         return []
     text = " ".join((row["content"], row["tags"], row["aliases"]))
-    return expansions.current().reached(query, row["expansions"], text)
+    return expansions.current().reached(asked, row["expansions"], text)
 
 
-def _hit(target: sqlite3.Row, cand: _Candidate, query: str) -> Hit:
+def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
     matched = cand.row
     marks = matched if "snip" in matched.keys() else None  # noqa: SIM118 (Row: `in` tests values)
     snip = marks["snip"] if marks is not None else None
@@ -371,7 +372,7 @@ def _hit(target: sqlite3.Row, cand: _Candidate, query: str) -> Hit:
     elif marks is not None and "\x01" in (marks["tag_hl"] or ""):
         via = "tags"
     if marks is not None:
-        synonyms = _synonyms(matched, query)
+        synonyms = _synonyms(matched, asked)
     if via == "body" and "[" not in (snip or ""):
         via = "synonym" if synonyms else ("cjk" if matched["cjk"] else "type")
     if synonyms:

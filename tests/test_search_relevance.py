@@ -80,7 +80,7 @@ def test_each_expansion_group_reaches_every_member(group: tuple[str, ...]) -> No
     token = f"{expansions.TOKEN}{GROUPS.index(group)}"
     for member in group:
         assert token in BUILTIN.tokens(f"Note about {member} here."), member
-        assert member in BUILTIN.reached(member, token, "Note about nothing here.")
+        assert member in BUILTIN.reached(BUILTIN.matched_members(member), token, "Note about nothing here.")
 
 
 def test_expansion_rules() -> None:
@@ -99,9 +99,9 @@ def test_expansion_rules() -> None:
     assert not reach("an association of rollbacks", "single sign-on")  # whole words only: no "sso" inside
     memory = "We deploy checkout with Argo CD"
     column = " ".join(BUILTIN.tokens(memory))
-    assert BUILTIN.reached("ship checkout", column, memory) == ["ship"]
-    assert BUILTIN.reached("deploy checkout", column, memory) == []  # its own word: not a synonym
-    assert BUILTIN.reached("部署 argo", column, memory) == ["部署"]
+    assert BUILTIN.reached(BUILTIN.matched_members("ship checkout"), column, memory) == ["ship"]
+    assert BUILTIN.reached(BUILTIN.matched_members("deploy checkout"), column, memory) == []  # its own word: not a synonym
+    assert BUILTIN.reached(BUILTIN.matched_members("部署 argo"), column, memory) == ["部署"]
 
 
 def test_search_attributes_synonyms_both_languages(cli: Any) -> None:
