@@ -171,13 +171,14 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
 
 
 def _expression(text: str) -> str:
-    """``build_query`` plus the D80 concept tokens of the groups ``text`` uses, asked of
-    the ``expansions`` column only."""
+    """``build_query`` in every column but ``expansions``, plus the D80 concept tokens of
+    the groups ``text`` uses, asked of that column only."""
     expression = build_query(text)
-    tokens = expansions.current().tokens(text) if expression else []
-    if not tokens:
+    if not expression:
         return expression
-    return f"({expression}) OR expansions:({' OR '.join(tokens)})"
+    words = f"- expansions : ({expression})"  # a typed prefix ("om") never reaches a token
+    tokens = expansions.current().tokens(text)
+    return f"({words}) OR expansions:({' OR '.join(tokens)})" if tokens else words
 
 
 def _rule() -> str:

@@ -169,3 +169,12 @@ def test_alias_round_end_to_end(cli: Any) -> None:
     assert "alias round: PSP → payment service provider" in explained
     half = cli("add", "x", "--alias", "PSP")
     assert half.rc == 2 and "needs its target" in half.err
+
+
+def test_typed_words_never_reach_concept_tokens(cli: Any) -> None:
+    """The concept tokens live in their own column, asked for only by a query that uses a
+    group member: a typed prefix of a token ("om", "omxg") matches nothing there."""
+    assert cli("add", "We deploy checkout with Argo CD every Tuesday.").rc == 0
+    for typed in ("om", "omx", "omxg", expansions.TOKEN + "0"):
+        assert _hits(cli, typed) == [], typed
+    assert _hits(cli, "ship")  # the group's own members still reach it
