@@ -23,26 +23,25 @@ from .errors import MemexError, StoreBusyError
 from .fingerprint import FILE_MODE, FORMULA, MASK, SIG_COLUMNS, Sig, entry_hash, stat_sig
 from .ids import parse_time
 from .model import Memory
-from .text import content_hash
+from .text import cjk_index_text, content_hash
 
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 8192
 SCHEMA_VERSION = index_schema.SCHEMA_VERSION
 
 # A row as ``row_values`` builds it and ``write_rows`` stores it: every stored column but
-# the rowid (``file_path`` and ``cjk`` are derived, see ``index_schema``).
+# the rowid (``file_path`` is generated, see ``index_schema``).
 ROW_COLUMNS = (
     "id", "dir", "location", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
-    "source", "tags", "aliases", "expansions", "cjk_expansions", "alias", "target", "content",
+    "source", "tags", "aliases", "expansions", "cjk_expansions", "alias", "target", "content", "cjk",
     "content_hash", "supersedes", "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
 _AT = {c: i for i, c in enumerate(ROW_COLUMNS)}
-_ID, _DIR, _CONTENT, _TAGS, _ALIASES = _AT["id"], _AT["dir"], _AT["content"], _AT["tags"], _AT["aliases"]
-_EXPANSIONS, _TYPE, _CJK_EXPANSIONS = _AT["expansions"], _AT["type"], _AT["cjk_expansions"]
+_ID, _DIR = _AT["id"], _AT["dir"]
 _INSERT = f"INSERT INTO memories(rowid, {', '.join(ROW_COLUMNS)}) VALUES (?{', ?' * len(ROW_COLUMNS)})"
 _FTS = ", ".join(index_schema.FTS_COLUMNS)
-_FTS_INSERT = f"INSERT INTO memories_fts(rowid, {_FTS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_FTS_FROM_ROWS = f"INSERT INTO memories_fts(rowid, {_FTS}) SELECT rowid, {_FTS} FROM memories WHERE rowid"
 _FTS_DELETE = f"INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?, ?)"
 
 Warn = Callable[[str], None]
@@ -170,7 +169,6 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
-        index_schema.register_functions(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only: rows of ~1.5 KB waste less
@@ -179,6 +177,9 @@ def _connect(db_path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_size_limit = 67108864")  # keep the WAL from staying index-sized
         if not index_schema.is_current(conn):
             create_schema(conn)
+        # reads the schema: damage there (page 1 past the header) is found here, where the
+        # file is moved aside and rebuilt, not by the first query of some caller
+        conn.execute("SELECT value FROM index_info WHERE key = 'epoch'").fetchone()
     except sqlite3.OperationalError as exc:
         conn.close()
         raise busy_error(exc) from None
@@ -270,7 +271,8 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
         ", ".join([*memory.aliases, *pair]), " ".join(concepts), "",
         (memory.alias or "").strip() if memory.target else "",
         (memory.target or "").strip() if memory.alias else "",
-        memory.body, content_hash(memory.body), memory.supersedes, memory.superseded_by,
+        memory.body, cjk_index_text(" ".join([memory.body, *memory.tags, *memory.aliases, *pair])),
+        content_hash(memory.body), memory.supersedes, memory.superseded_by,
         parse_time(memory.created_at) or 0.0, parse_time(memory.updated_at) or 0.0,
     )  # fmt: skip
 
@@ -344,21 +346,27 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
     old = _existing(conn, ((str(r[_ID]), str(r[_DIR])) for r in rows))
     next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
     _drop(conn, old.values())  # (after the count: a kept rowid may be the highest)
+    first_new = next_rowid
     full: list[tuple[object, ...]] = []
-    fts: list[tuple[object, ...]] = []
-    cjk_of = index_schema.cjk_of
+    kept_rowids: list[tuple[object]] = []
     for row in rows:
         kept = old.get((str(row[_ID]), str(row[_DIR])))
         if kept is not None:
             rowid = kept[0]
+            kept_rowids.append((rowid,))
         else:
             rowid, next_rowid = next_rowid, next_rowid + 1
-        content, tags, aliases = str(row[_CONTENT]), str(row[_TAGS]), str(row[_ALIASES])
         full.append((rowid, *row))
-        fts.append((rowid, content, tags, aliases, row[_EXPANSIONS], row[_TYPE], cjk_of(content, tags, aliases),
-                    row[_CJK_EXPANSIONS]))  # fmt: skip
-    conn.executemany(_INSERT, full)
-    conn.executemany(_FTS_INSERT, fts)
+    try:
+        conn.executemany(_INSERT, full)
+    except sqlite3.IntegrityError as exc:
+        # rowids are past the highest and keys were looked up under the write lock: only a
+        # damaged index answers either wrongly, and a damaged index is rebuilt (is_corrupt)
+        raise sqlite3.DatabaseError(f"database disk image is malformed ({exc})") from None
+    # The FTS entries from the rows as stored: what a delete will read back (the derived
+    # cjk column included) is what was indexed, by construction.
+    conn.execute(f"{_FTS_FROM_ROWS} >= ?", (first_new,))
+    conn.executemany(f"{_FTS_FROM_ROWS} = ?", kept_rowids)
     _count(conn, len(rows) + len(old))
 
 

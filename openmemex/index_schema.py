@@ -1,30 +1,30 @@
 """The index's tables (issue 11: a smaller index, same answers).
 
 ``memories`` keeps every column readers use (search, listing, lookup … read ``m.*``), but
-what can be derived is not stored: ``file_path`` is the folder plus ``<id>.md`` (a file
-whose id differs from its name is never indexed), and ``cjk`` — the unigrams and bigrams of
-the Chinese/Japanese/Korean text — is worked out from content, tags and aliases by an SQL
-function every connection registers (``register_functions``). The FTS5 table reads the same
-columns, so its tokens, and bm25, are what they were.
+the file's path is not stored: ``file_path`` is generated from the folder and the id (a
+file whose id differs from its name is never indexed). The text is stored once, there;
+``memories_fts`` is external-content and reads it.
+
+``cjk`` (the unigrams and bigrams of Chinese/Japanese/Korean text) stays stored: derived
+on read it would save about a third of the corpus's size where a fifth of it is Chinese,
+but every search reads ``m.*`` of its candidates, and building the grams of a Chinese
+memory costs ~30 µs — about a millisecond a query.
 
 Rows are inserted and deleted only by ``index.write_rows`` / ``index.delete_rows``, which
-keep ``memories_fts`` in step from Python: an FTS5 insert inside a trigger flushes its
-pending terms on every row, three times slower than a batch. An UPDATE of a searchable
-column (``expansions.attach`` re-deriving the D80 columns) goes through a trigger.
+keep ``memories_fts`` in step in batches (an FTS5 insert inside a trigger flushes its
+pending terms on every row: three times slower). An UPDATE of a searchable column
+(``expansions.attach`` re-deriving the D80 column) goes through a trigger.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
 
 from . import expansions
-from .text import CJK_RUN, cjk_index_text
 
-SCHEMA_VERSION = 10  # 10: derived file_path and cjk, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 11  # 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -60,7 +60,7 @@ CREATE TABLE memories(
   alias TEXT NOT NULL DEFAULT '',
   target TEXT NOT NULL DEFAULT '',
   content TEXT NOT NULL,
-  cjk TEXT GENERATED ALWAYS AS (memex_cjk(content, tags, aliases)) VIRTUAL,
+  cjk TEXT NOT NULL,
   content_hash TEXT NOT NULL,
   supersedes TEXT,
   superseded_by TEXT,
@@ -118,46 +118,8 @@ CREATE TABLE sync_log(
 """
 
 
-def cjk_of(content: str, tags: str, aliases: str) -> str:
-    """The ``cjk`` column from the stored ones: the grams of the body, tags, aliases and
-    the D81 pair (the ``aliases`` column holds both), as the row was always indexed."""
-    return cjk_index_text(f"{content} {tags} {aliases}")
-
-
-def register_functions(conn: sqlite3.Connection) -> None:
-    """What the schema's derived columns call; every connection to the index needs it
-    (one without can still read the stored columns, not ``cjk``)."""
-    conn.create_function("memex_cjk", 3, cjk_of, deterministic=True)
-
-
-# Every CJK range's first and last character and its neighbours outside, runs of one to
-# three characters, punctuation and Latin between them: a change to the ranges or to how
-# grams are made changes what this gives.
-_PROBE = " ".join([
-    "\u303f\u3040\u30ff\u3100", "\u33ff\u3400\u4dbf\u4dc0", "\u4dff\u4e00\u9fff\ua000",
-    "\uf8ff\uf900\ufaff\ufb00", "\uabff\uac00\ud7af\ud7b0", "中", "中文", "中文字", "a中b文c", "中，文。字",
-    "かなカナ", "한국어", "mixed中文text", "〇々〆", "ｱｲ", "end",
-])  # fmt: skip
-
-
-@functools.cache
-def text_rules() -> str:
-    """What ``cjk`` is derived by, as a digest of what it makes of ``_PROBE``. The grams an
-    FTS row was inserted with are the ones its delete must send later, so an index made
-    under other rules is rebuilt rather than corrupted (behaviour, not code: another
-    Python running the same release agrees, and does not rebuild it back)."""
-    made = cjk_of(_PROBE, "标签, tag", "别名, alias")
-    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}".encode()).hexdigest()[:16]
-
-
 def is_current(conn: sqlite3.Connection) -> bool:
-    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-        return False
-    try:
-        row = conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()
-    except sqlite3.OperationalError:
-        return False  # no index_info: not a schema we made
-    return row is not None and row[0] == text_rules()
+    return bool(conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION)
 
 
 def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
@@ -185,7 +147,6 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
             conn.execute(statement)
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
         conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
-        conn.execute("INSERT INTO index_info(key, value) VALUES ('text', ?)", (text_rules(),))
         # no rows yet: they will be written with the map in force now
         conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

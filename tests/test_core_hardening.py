@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from openmemex import index_schema, paths
+from openmemex import paths
 from openmemex.memfile import MAX_FILE_BYTES, read_memory
 from tests.conftest import Result, git, run_process
 from tests.helpers import personal_text
@@ -449,7 +449,6 @@ def test_a_damaged_text_cell_rebuilds_the_index(cli, data_root: Path) -> None:  
 
     memory_id = _add(cli, "the widgets service owns the queue")
     db = sqlite3.connect(paths.index_path(data_root))
-    index_schema.register_functions(db)  # an UPDATE recomputes the derived columns (issue 11)
     db.execute("UPDATE memories SET visibility = CAST(x'696e7465ff' AS TEXT)")
     db.commit()
     db.close()

@@ -278,30 +278,6 @@ def test_old_user_version_triggers_rebuild(cli, damage) -> None:  # type: ignore
         conn.close()
 
 
-def test_other_gram_rules_rebuild_the_index(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """Issue 11: ``cjk`` is derived, not stored, so an FTS row's delete recomputes the grams
-    it was inserted with. An index made under other rules (index_info 'text') is rebuilt
-    rather than fed deletes that do not match; the files are the truth."""
-    from openmemex import index_schema
-
-    ids = _add_three(cli)
-    cli("add", "部署脚本在发布前运行", "--scope", "personal")
-    monkeypatch.setattr(index_schema, "text_rules", lambda: "other-rules")
-    with Context.load() as ctx:
-        assert ctx.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 0  # dropped on connect
-    assert set(ids) <= row_ids()
-    assert "部署" in cli("search", "部署", "--scope", "personal").out
-    with Context.load() as ctx:
-        ctx.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
-    conn = sqlite3.connect(db_path())  # without the function: stored columns read, cjk does not
-    try:
-        assert len(conn.execute("SELECT id, file_path FROM memories").fetchall()) == 4
-        with pytest.raises(sqlite3.OperationalError, match="memex_cjk"):
-            conn.execute("SELECT cjk FROM memories").fetchall()
-    finally:
-        conn.close()
-
-
 def test_corrupt_index_file_is_rebuilt(cli) -> None:  # type: ignore[no-untyped-def]
     """The index is a cache "rebuilt whenever in doubt": garbage in index.db must not
     take the store down."""
