@@ -26,6 +26,7 @@ from .text import CJK_RUN
 
 MAX_EXPANSIONS = 32
 RULES_VERSION = 3  # part of the map's hash: a change to how the column is derived re-derives it (3: concept tokens)
+MEMO_WORDS = 50_000  # distinct words whose group lookup is kept (a full rebuild meets each word many times)
 TOKEN = "omxg"  # + the group's number: one FTS term per concept (never a word people write)
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
@@ -142,6 +143,9 @@ class Expander:
     _words: dict[str, list[int]] = field(default_factory=dict)
     _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict)
     _cjk: list[tuple[str, int]] = field(default_factory=list)
+    _memo: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[tuple[str, ...], int], ...]]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups]], ensure_ascii=False)
@@ -158,8 +162,36 @@ class Expander:
                     self._phrases.setdefault(words[0], []).append((words, gi))
 
     def matched_groups(self, text: str) -> list[int]:
-        """Groups with a member in ``text``, in order of first appearance."""
-        return list(self.matched_members(text))
+        """Groups with a member in ``text``, in order of first appearance (what indexing
+        needs, once per memory: ``matched_members`` without naming the members)."""
+        found: dict[int, None] = {}
+        looked = [self._lookup(w) for w in _words(text)]
+        for i, (_, groups, phrases) in enumerate(looked):
+            for gi in groups:
+                found.setdefault(gi, None)
+            for phrase, gi in phrases:
+                if gi not in found and all(
+                    i + k < len(looked) and phrase[k] in looked[i + k][0] for k in range(1, len(phrase))
+                ):
+                    found[gi] = None
+        if self._cjk and CJK_RUN.search(text):
+            for member, gi in self._cjk:
+                if gi not in found and member in text:
+                    found[gi] = None
+        return list(found)
+
+    def _lookup(self, word: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[tuple[str, ...], int], ...]]:
+        """A word's forms, the groups a single-word member of which it is, and the phrases
+        it may start — worked out once per distinct word."""
+        hit = self._memo.get(word)
+        if hit is None:
+            forms = _forms(word)
+            groups = tuple(dict.fromkeys(gi for f in forms for gi in self._words.get(f, ())))
+            phrases = tuple(p for f in forms for p in self._phrases.get(f, ()))
+            if len(self._memo) >= MEMO_WORDS:
+                self._memo.clear()
+            hit = self._memo[word] = (forms, groups, phrases)
+        return hit
 
     def matched_members(self, text: str) -> dict[int, list[str]]:
         """The members ``text`` uses (as words, inflected or not, or as CJK substrings), by

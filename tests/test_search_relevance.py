@@ -178,3 +178,15 @@ def test_typed_words_never_reach_concept_tokens(cli: Any) -> None:
     for typed in ("om", "omx", "omxg", expansions.TOKEN + "0"):
         assert _hits(cli, typed) == [], typed
     assert _hits(cli, "ship")  # the group's own members still reach it
+
+
+def test_index_time_group_lookup_agrees_with_the_attribution_one() -> None:
+    """``matched_groups`` (indexing's fast path, once per memory) finds exactly the groups,
+    in the same order, that ``matched_members`` (attribution) names."""
+    import random
+
+    words = [m for g in GROUPS for m in g] + ["the", "deployed", "shipping", "retries", "数据", "rate", "limiting"]
+    rnd = random.Random(20261130)
+    for _ in range(5000):
+        text = " ".join(rnd.choice(words) for _ in range(rnd.randint(0, 12)))
+        assert BUILTIN.matched_groups(text) == list(BUILTIN.matched_members(text)), text
