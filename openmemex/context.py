@@ -117,13 +117,13 @@ class Context:
         if self._conn is None:
             db_path = paths.index_path(self.root)
             self._conn = index.connect(db_path, warn=self.warn)
-            from . import expansions  # D80: rows are written with this data root's map
-
-            expansions.attach_config(self._conn, self.config.values)
-            try:
+            try:  # before anything reads the file: damage found from here on is in *this* file
                 self._db_ino = os.stat(db_path).st_ino
             except OSError:
                 self._db_ino = None
+            from . import expansions  # D80: rows are written with this data root's map
+
+            expansions.attach_config(self._conn, self.config.values)
         return self._conn
 
     def recover_index(self) -> None:
