@@ -44,7 +44,14 @@ def _boundary() -> re.Pattern[str]:
 MAX_FILE_BYTES = 2 * 1024 * 1024
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)")
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/@+]*$")
-_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_NON_PRINTABLE_CLASS = "[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+
+
+@cache
+def _non_printable() -> re.Pattern[str]:
+    """Compiled on first write, not at import (~5 ms): a read never needs it."""
+    return re.compile(_NON_PRINTABLE_CLASS)
+
 # YAML 1.2 readers (the TypeScript original's js-yaml) take these as numbers or booleans.
 _YAML12_SPECIAL = re.compile(r"^[-+]?(\.\d+|\d[\d_]*(\.\d*)?)([eE][-+]?\d+)?$|^0o[0-7]+$|^0x[0-9a-fA-F]+$|^(true|false|null)$", re.I)
 
@@ -411,7 +418,7 @@ def emit_scalar(value: Any, quote_time: bool = False) -> str:
     if not quote_time and _is_plain(text):
         return text
     quoted = json.dumps(text, ensure_ascii=False)
-    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+    return _non_printable().sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 def _is_plain(text: str) -> bool:
