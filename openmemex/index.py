@@ -343,6 +343,10 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
     row keeps its rowid."""
     if not rows:
         return
+    # One row per (id, dir), the last given winning: a caller may name one memory twice
+    # (`submit X X`, a supersede cycle whose neighbours are the same file) — that is not
+    # damage, and the insert below would take it for it.
+    rows = list({(str(r[_ID]), str(r[_DIR])): r for r in rows}.values())
     old = _existing(conn, ((str(r[_ID]), str(r[_DIR])) for r in rows))
     next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
     _drop(conn, old.values())  # (after the count: a kept rowid may be the highest)
@@ -396,6 +400,7 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
     rows = []
     deltas: dict[str, list[int]] = {}  # dir -> [checksum delta, count delta]
     unknown: set[str] = set()
+    written = list({str(m.path): (m, f) for m, f in written}.values())  # a file named twice counts once
     for memory, folder in written:
         assert memory.path is not None
         st = os.lstat(memory.path)

@@ -8,6 +8,7 @@ faithful rewrites of hand-edited files.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -479,3 +480,21 @@ def test_own_writes_keep_the_folder_fingerprint_current(cli: Any, data_root: Pat
     path = next(folder.path.glob("*.md"))
     path.write_text(path.read_text().replace("fingerprint two", "fingerprint edited by hand"))
     assert "edited by hand" in cli("search", "fingerprint").out
+
+
+def test_one_memory_named_twice_in_one_write_is_not_damage(cli, git_repo: Path, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    """`submit X X` writes one file twice in one batch: one row, no "damaged index"
+    warning, no index moved aside (the batch insert once took the duplicate for damage)."""
+    added = cli("add", "submit twice memory about pears", "--json")
+    memory = json.loads(added.out)["id"]
+    result = cli("submit", memory, memory)
+    assert result.rc == 0, result.err
+    assert "damaged" not in result.err
+    assert not list(data_root.glob("index.db.corrupt*"))
+    assert cli("search", "pears").out.count(memory) == 1
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        assert db.execute("SELECT count(*) FROM memories WHERE id = ?", (memory,)).fetchone()[0] == 1
+        assert db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')") is not None
+    finally:
+        db.close()
