@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
+_KEY = r"[A-Za-z_][A-Za-z0-9_]{0,63}"  # longer keys go to libyaml (its simple keys end at 1024)
 _LINE = re.compile(rf"({_KEY}): (.+)\Z")
 _EMPTY = re.compile(rf"({_KEY}):\Z")
 _ITEM_FIRST = re.compile(rf"  - ({_KEY}): (.+)\Z")

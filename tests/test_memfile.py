@@ -309,3 +309,22 @@ def test_what_the_writer_emits_is_read_without_libyaml(tmp_path: Path, monkeypat
         monkeypatch.undo()
         assert (fast.tags, fast.aliases, fast.review_history, fast.extra) == (slow.tags, slow.aliases, slow.review_history, slow.extra)
         assert serialize(fast) == serialize(slow) == text
+
+
+@pytest.mark.parametrize("length", [64, 65, 1024, 1025, 1100])
+def test_long_keys_are_judged_as_libyaml_judges_them(length: int) -> None:
+    """libyaml's simple keys end at 1024 characters: a longer key (top level or in a
+    review_history item) is invalid YAML, and the fast reader must not accept it."""
+    import yaml
+
+    from openmemex import fastyaml
+
+    key = "x_" + "k" * (length - 2)
+    for text in (f"id: one\n{key}: v\n", f"review_history:\n  - at: t\n    {key}: v\n"):
+        fast = fastyaml.load(text)
+        try:
+            slow = yaml.load(text, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            assert fast is None, length  # the fast reader declines; libyaml then rejects it
+            continue
+        assert fast is None or json.dumps(fast) == json.dumps(slow)
