@@ -2,7 +2,7 @@
 
 A memory that says "deploy" is also found by "ship", "release" or 部署: each group is one
 concept, and a memory whose text, tags or aliases use any member carries the group's
-concept token (``omxg<n>``) in the index's ``expansions`` column (weighted below aliases),
+concept token (``omxg`` and a number named by the members) in the index's ``expansions`` column (weighted below aliases),
 at most 32 per memory. A query that uses any member asks for the same token. One token per
 concept rather than every member word keeps the words a memory really says at their own
 rarity for bm25 (a word that is also some group's member no longer looks common), keeps the
@@ -20,14 +20,15 @@ import json
 import os
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .text import CJK_RUN
 
 MAX_EXPANSIONS = 32
-RULES_VERSION = 3  # part of the map's hash: a change to how the column is derived re-derives it (3: concept tokens)
+RULES_VERSION = 4  # part of the map's hash: a change to how the column is derived re-derives it (4: tokens named by members)
 MEMO_WORDS = 50_000  # distinct words whose group lookup is kept (a full rebuild meets each word many times)
-TOKEN = "omxg"  # + the group's number: one FTS term per concept (never a word people write)
+TOKEN = "omxg"  # + a number named by the group's members: one FTS term per concept
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
 # Each group is one concept in the words developers use for it, English and Chinese.
@@ -143,6 +144,7 @@ class Expander:
     _words: dict[str, list[int]] = field(default_factory=dict)
     _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict)
     _cjk: list[tuple[str, int]] = field(default_factory=list)
+    _tokens: list[str] = field(default_factory=list)
     _memo: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[tuple[str, ...], int], ...]]] = field(
         default_factory=dict
     )
@@ -150,6 +152,7 @@ class Expander:
     def __post_init__(self) -> None:
         canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups]], ensure_ascii=False)
         self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+        self._tokens = [token(group) for group in self.groups]
         for gi, group in enumerate(self.groups):
             for member in group:
                 if CJK_RUN.search(member):
@@ -224,7 +227,7 @@ class Expander:
     def tokens(self, text: str) -> list[str]:
         """The concept tokens of the groups ``text`` touches (at most ``MAX_EXPANSIONS``):
         the ``expansions`` column of a memory, and what a query asks that column for."""
-        return [f"{TOKEN}{gi}" for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
+        return [self._tokens[gi] for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
 
     def reached(self, asked: dict[int, list[str]], column: str, memory_text: str) -> list[str]:
         """The query's own words that found a memory through a concept it does not put in
@@ -232,7 +235,7 @@ class Expander:
         ``matched_members`` of the query, worked out once per search), the members the query
         says and the memory does not."""
         theirs = column.split()
-        common = [gi for gi in asked if f"{TOKEN}{gi}" in theirs]
+        common = [gi for gi in asked if self._tokens[gi] in theirs]
         if not common:
             return []
         forms = {f for w in _words(memory_text) for f in _forms(w)}
@@ -243,6 +246,15 @@ class Expander:
                 if not said and member not in out:
                     out.append(member)
         return out
+
+
+def token(group: Sequence[str]) -> str:
+    """A group's concept token, named by its members (digits after the prefix, so porter
+    leaves it whole): the same group is the same token under every map, so a process still
+    holding an older map (another process re-derived the index with a new one) never
+    writes or asks for a token that means another concept there."""
+    digest = hashlib.sha256(json.dumps([m.casefold() for m in group], ensure_ascii=False).encode("utf-8")).digest()
+    return f"{TOKEN}{int.from_bytes(digest[:5], 'big')}"
 
 
 def _note(found: dict[int, list[str]], gi: int, member: str) -> None:
