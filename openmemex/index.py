@@ -124,8 +124,10 @@ def is_corrupt(exc: BaseException) -> bool:
     if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
         return True
     text = str(exc).lower()
-    # "could not decode to UTF-8 column": a damaged text cell, found only when read
-    return "not a database" in text or "malformed" in text or "corrupt" in text or "could not decode" in text
+    # "could not decode to UTF-8 column": a damaged text cell, found only when read;
+    # "no such table": an index whose version is current but a table of it is gone (dropped
+    # by hand or a foreign tool) — nothing but a rebuild answers from it again
+    return any(s in text for s in ("not a database", "malformed", "corrupt", "could not decode", "no such table"))
 
 
 KEEP_DAMAGED = 2  # moved-aside copies kept for a bug report; older ones are removed

@@ -498,3 +498,20 @@ def test_one_memory_named_twice_in_one_write_is_not_damage(cli, git_repo: Path, 
         assert db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')") is not None
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("table", ["index_info", "memories_fts", "folder_state", "memories"])
+def test_an_index_missing_a_table_is_rebuilt(cli, data_root: Path, table: str) -> None:  # type: ignore[no-untyped-def]
+    """A current-version index with a table dropped (by hand, by a foreign tool) is damage:
+    the next command moves it aside and rebuilds it, and reindex works — before, every
+    command, reindex included, ended in an internal error until index.db was deleted."""
+    assert cli("add", "figs ripen in late summer").rc == 0
+    db = sqlite3.connect(paths.index_path(data_root))
+    db.execute(f"DROP TABLE {table}")
+    db.commit()
+    db.close()
+    found = cli("search", "figs")
+    assert found.rc == 0 and "figs" in found.out, found.err
+    assert "Traceback" not in found.err and "internal error" not in found.err
+    assert cli("reindex").rc == 0
+    assert "figs" in cli("search", "figs").out
