@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from openmemex.ids import new_ulid
@@ -83,3 +84,19 @@ def personal_text(
         id=memory_id, body=body, type=type, status=status, supersedes=supersedes or "null",
         superseded_by=superseded_by or "null", extra=extra,
     )  # fmt: skip
+
+
+def drain_pty(main: int) -> bytes:
+    """Everything written to a pseudo-terminal whose child side is closed, then close it
+    (reading past the end raises EIO on Linux: that is the end)."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return b"".join(chunks)

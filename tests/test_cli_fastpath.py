@@ -27,6 +27,7 @@ from openmemex.cli.entry import _hook
 from openmemex.context import Context
 from openmemex.lifecycle import forget
 from openmemex.write import add_memory, supersede
+from tests.helpers import drain_pty
 
 ENTRY = "from openmemex.cli.entry import main; main()"
 HEAVY = ("cyclopts", "rich", "yaml", "frontmatter", "fastjsonschema", "pygit2", "mcp", "github")
@@ -169,17 +170,7 @@ def _in_pty(argv: list[str], full: bool) -> tuple[int, bytes]:
     proc = subprocess.run([sys.executable, "-c", ENTRY, *argv], stdout=child, stderr=child,
                           stdin=subprocess.DEVNULL, env=env, timeout=120)  # fmt: skip
     os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(main)
-    return proc.returncode, b"".join(chunks)
+    return proc.returncode, drain_pty(main)
 
 
 @pytest.mark.parametrize("argv", [["search", "deploy"], ["list"], ["where"], ["show", "PREFIX"], ["search", "deploy", "--scope", "x"]])

@@ -17,6 +17,7 @@ import pytest
 from openmemex.clients import config_snippet, doctor_checks
 from tests.clientcases import CLIENTS, PROJECT_PATH, SECTION, SKILLS, assert_entry, ours, user_file
 from tests.conftest import git
+from tests.helpers import drain_pty
 
 
 @pytest.fixture(autouse=True)
@@ -414,17 +415,7 @@ def _in_pty(*args: str) -> tuple[int, str, str]:
     proc = subprocess.run([sys.executable, "-c", "from openmemex.cli.app import main; main()", *args],
                           stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
     os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(main)
-    return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode().replace("\r\n", "\n")
+    return proc.returncode, proc.stdout.decode(), drain_pty(main).decode().replace("\r\n", "\n")
 
 
 def test_tip_on_a_terminal_until_init_ran(data_root: Path) -> None:
