@@ -268,3 +268,24 @@ def test_every_line_the_fast_path_reads_cyclopts_reads_the_same(name: str) -> No
         assert command is DECLARED[name], tokens
         assert (list(bound.args), dict(bound.kwargs)) == (ours[0], ours[1]), tokens
     assert taken >= 4  # where takes the fewest: nothing, --, --json, --json --
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["fast", "full"])
+def test_output_to_a_full_disk_or_an_ascii_terminal_is_not_a_crash(full: bool, tmp_path: Path) -> None:
+    """stdout on a full disk (/dev/full) is one line and exit 1; a terminal encoding that
+    cannot show Chinese gets backslash escapes — both paths, never an internal error."""
+    env = {k: v for k, v in os.environ.items() if k != "OPEN_MEMEX_NO_FASTPATH"}
+    if full:
+        env["OPEN_MEMEX_NO_FASTPATH"] = "1"
+    assert subprocess.run([sys.executable, "-c", ENTRY, "add", "deploy on fridays 部署"], env=env,
+                          capture_output=True, timeout=120).returncode == 0  # fmt: skip
+    with open("/dev/full", "wb") as sink:
+        proc = subprocess.run([sys.executable, "-c", ENTRY, "search", "deploy"], env=env, stdout=sink,
+                              stderr=subprocess.PIPE, timeout=120)  # fmt: skip
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "No space left" in err and "internal error" not in err, err
+    ascii_env = {**env, "PYTHONIOENCODING": "ascii"}
+    shown = subprocess.run([sys.executable, "-c", ENTRY, "search", "部署"], env=ascii_env, capture_output=True,
+                           timeout=120)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert b"\\u90e8\\u7f72" in shown.stdout and b"internal error" not in shown.stderr

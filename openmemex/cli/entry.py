@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .pipes import prepare_streams
+
 _READS = frozenset({"search", "list", "show", "where"})
 
 
@@ -36,6 +38,7 @@ def _hook(argv: list[str]) -> int | None:
 
 
 def main() -> None:
+    prepare_streams()
     code = _hook(sys.argv[1:])
     if code is not None:
         sys.exit(code)
@@ -45,6 +48,7 @@ def main() -> None:
 
 
 def git_main() -> None:
+    prepare_streams()
     code = _hook(sys.argv[1:])
     if code is not None:
         sys.exit(code)

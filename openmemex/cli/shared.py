@@ -20,7 +20,7 @@ from ..errors import MemexError, UsageError, repository_refused
 from ..terminal import safe
 from .argv import Spec, text
 from .argv import parse as read_argv
-from .pipes import output_closed
+from .pipes import disk_full, output_closed
 
 if TYPE_CHECKING:
     from ..check import Problem
@@ -208,6 +208,11 @@ def finish(code: int) -> int:
             sys.stdout.flush()
     except BrokenPipeError:
         code = output_closed()
+    except OSError as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        code = full
     return code
 
 
@@ -225,6 +230,9 @@ def guarded(run: Callable[[], int]) -> int:
     except BrokenPipeError:
         return output_closed()
     except Exception as exc:
+        full = disk_full(exc)
+        if full is not None:
+            return full
         refused = repository_refused(exc)
         if refused is not None:
             _note(f"{PROG}: error: {refused}")
