@@ -147,6 +147,7 @@ def build_query(text: str) -> str:
     """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
     is always text (punctuation alone gives a phrase that matches nothing). Latin terms are prefix-matched and OR-ed so extra words only lower
     the rank; CJK bigrams are matched in the ``cjk`` and ``cjk_expansions`` columns. Empty only for empty input."""
+    text = text.replace("\x00", " ")  # FTS5 reads a NUL as the end of its string: "unterminated string"
     latin = latin_terms(text)
     cjk = cjk_query_terms(text)
     latin_expr = " OR ".join(_quote(t) + "*" for t in latin)

@@ -201,3 +201,19 @@ def test_a_concept_token_is_named_by_its_group_not_its_place() -> None:
     assert old.tokens("pager rotation") == new.tokens("pager rotation")
     assert not set(old.tokens("vacation requests go through HR")) & set(new.tokens("pager"))
     assert old.digest != new.digest  # the index still re-derives on a map change
+
+
+@pytest.mark.parametrize("query", ["\x00", "a\x00b", "\x00\x00 deploy", "部署\x00"])
+def test_a_nul_in_the_query_is_text_not_an_fts_error(cli: Any, query: str) -> None:
+    """The MCP tool can pass a NUL the shell cannot: FTS5 took it for the end of the
+    string ("unterminated string") and search crashed."""
+    from openmemex.context import Context
+    from openmemex.search import search
+
+    assert cli("add", "We deploy checkout on Fridays. 部署在周五。").rc == 0
+    ctx = Context.load(Path.cwd())
+    try:
+        hits = search(ctx, query).hits
+    finally:
+        ctx.close()
+    assert bool(hits) == any(w in query for w in ("deploy", "部署"))  # the words around it still count
