@@ -272,8 +272,9 @@ def test_every_line_the_fast_path_reads_cyclopts_reads_the_same(name: str) -> No
 
 @pytest.mark.parametrize("full", [False, True], ids=["fast", "full"])
 def test_output_to_a_full_disk_or_an_ascii_terminal_is_not_a_crash(full: bool, tmp_path: Path) -> None:
-    """stdout on a full disk (/dev/full) is one line and exit 1; a terminal encoding that
-    cannot show Chinese gets backslash escapes — both paths, never an internal error."""
+    """stdout on a full disk (/dev/full) is one line and exit 1; an encoding that cannot
+    carry Chinese is one line and exit 1 on a pipe, backslash escapes on a terminal — both
+    paths, never an internal error."""
     env = {k: v for k, v in os.environ.items() if k != "OPEN_MEMEX_NO_FASTPATH"}
     if full:
         env["OPEN_MEMEX_NO_FASTPATH"] = "1"
@@ -285,7 +286,14 @@ def test_output_to_a_full_disk_or_an_ascii_terminal_is_not_a_crash(full: bool, t
     err = proc.stderr.decode()
     assert proc.returncode == 1 and "No space left" in err and "internal error" not in err, err
     ascii_env = {**env, "PYTHONIOENCODING": "ascii"}
-    shown = subprocess.run([sys.executable, "-c", ENTRY, "search", "部署"], env=ascii_env, capture_output=True,
+    piped = subprocess.run([sys.executable, "-c", ENTRY, "search", "部署"], env=ascii_env, capture_output=True,
                            timeout=120)  # fmt: skip
-    assert shown.returncode == 0, shown.stderr
-    assert b"\\u90e8\\u7f72" in shown.stdout and b"internal error" not in shown.stderr
+    # a pipe or a file is not silently altered: one line naming the fix
+    assert piped.returncode == 1 and b"PYTHONIOENCODING=utf-8" in piped.stderr, piped.stderr
+    assert b"internal error" not in piped.stderr
+    main, child = pty.openpty()  # a person reading a terminal gets escapes instead
+    proc = subprocess.run([sys.executable, "-c", ENTRY, "search", "部署"], env=ascii_env, stdout=child,
+                          stderr=child, stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
+    os.close(child)
+    shown = drain_pty(main)
+    assert proc.returncode == 0 and b"\\u90e8\\u7f72" in shown and b"internal error" not in shown, shown

@@ -20,7 +20,7 @@ from .. import __version__
 from ..errors import IndexDamaged, MemexError, repository_refused
 from ..terminal import safe
 from . import git_cmds, memories, store_cmds
-from .pipes import disk_full, output_closed
+from .pipes import disk_full, encoding_refused, output_closed
 from .tip import HELP_FLAGS as _HELP_FLAGS
 from .tip import TIP as TIP
 from .tip import first_run_tip as first_run_tip
@@ -123,7 +123,7 @@ def run(tokens: Sequence[str] | None = None) -> int:
         if isinstance(exc, cyclopts.CycloptsError):
             _error(usage_message(exc))
             return EXIT_USAGE
-        full = disk_full(exc)
+        full = disk_full(exc) or encoding_refused(exc)
         if full is not None:
             return full
         refused = repository_refused(exc)

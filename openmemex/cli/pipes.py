@@ -1,10 +1,11 @@
 """The output streams' failures, for the full CLI and the fast paths alike: ending quietly
 when stdout's reader goes away (``… | head``), one line when the disk behind it is full, and
-no crash on a terminal that cannot show a character. Only ``errno``, ``os`` and ``sys``, so
-the fast paths can share it."""
+no crash on a terminal that cannot show a character. Only the standard library's
+already-loaded modules, so the fast paths can share it."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -14,13 +15,42 @@ FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def prepare_streams() -> None:
-    """A character the terminal's encoding cannot show (``PYTHONIOENCODING=ascii``, a C
-    locale) is written as a backslash escape instead of ending the command in a traceback."""
+    """A character the encoding cannot carry (``PYTHONIOENCODING=ascii``, a latin-1
+    locale) is a backslash escape on stderr and on a terminal — a person reads those. On a
+    pipe or a file it stays an error (``encoding_refused``): an export must not come out
+    silently altered."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            with contextlib.suppress(ValueError, OSError):  # a closed or unusual stream: leave it
-                reconfigure(errors="backslashreplace")
+        if reconfigure is None or (stream is sys.stdout and not _isatty(stream)):
+            continue
+        with contextlib.suppress(ValueError, OSError):  # a closed or unusual stream: leave it
+            reconfigure(errors="backslashreplace")
+
+
+def _codec(name: str) -> str:
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return name
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+def encoding_refused(exc: BaseException) -> int | None:
+    """stdout (a pipe or a file) cannot carry the text in its encoding: one line naming the
+    fix, exit 1, nothing half-written passed off as complete."""
+    encoding = str(getattr(sys.stdout, "encoding", "") or "")
+    if not isinstance(exc, UnicodeEncodeError) or not encoding or _codec(exc.encoding) != _codec(encoding):
+        return None
+    sys.stderr.write(f"open-memex: error: the output's encoding ({encoding}) cannot carry this text — "
+                     "set PYTHONIOENCODING=utf-8 or use a UTF-8 locale\n")  # fmt: skip
+    output_closed()
+    return 1
 
 
 def disk_full(exc: BaseException) -> int | None:

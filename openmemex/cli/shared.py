@@ -20,7 +20,7 @@ from ..errors import MemexError, UsageError, repository_refused
 from ..terminal import safe
 from .argv import Spec, text
 from .argv import parse as read_argv
-from .pipes import disk_full, output_closed
+from .pipes import disk_full, encoding_refused, output_closed
 
 if TYPE_CHECKING:
     from ..check import Problem
@@ -230,7 +230,7 @@ def guarded(run: Callable[[], int]) -> int:
     except BrokenPipeError:
         return output_closed()
     except Exception as exc:
-        full = disk_full(exc)
+        full = disk_full(exc) or encoding_refused(exc)
         if full is not None:
             return full
         refused = repository_refused(exc)
