@@ -20,7 +20,7 @@ from .. import __version__
 from ..errors import IndexDamaged, MemexError, repository_refused
 from ..terminal import safe
 from . import git_cmds, memories, store_cmds
-from .pipes import disk_full, encoding_refused, output_closed
+from .pipes import disk_full, encoding_refused, finish, output_closed
 from .tip import HELP_FLAGS as _HELP_FLAGS
 from .tip import TIP as TIP
 from .tip import first_run_tip as first_run_tip
@@ -216,18 +216,7 @@ def _crash(exc: BaseException) -> int:
 
 
 def _exit(code: int) -> None:
-    """Flush stdout while a closed pipe can still be told apart from a bug, then exit."""
-    try:
-        if sys.stdout is not None:
-            sys.stdout.flush()
-    except BrokenPipeError:
-        code = output_closed()
-    except OSError as exc:
-        full = disk_full(exc)
-        if full is None:
-            raise
-        code = full
-    sys.exit(code)
+    sys.exit(finish(code))
 
 
 def main() -> None:

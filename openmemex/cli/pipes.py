@@ -77,3 +77,19 @@ def output_closed() -> int:
     except (OSError, ValueError, AttributeError):
         pass  # not a real file descriptor (in-process runs): nothing left to flush into a pipe
     return EXIT_PIPE
+
+
+def finish(code: int) -> int:
+    """Flush stdout while a closed pipe or a full disk can still be told apart from a bug
+    (the last write of every command, full CLI and fast paths alike)."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        code = output_closed()
+    except OSError as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        code = full
+    return code

@@ -138,7 +138,8 @@ def fast(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     positionals, values = parsed
-    from .shared import finish, guarded
+    from .pipes import finish
+    from .shared import guarded
     from .tip import first_run_tip
 
     tip = first_run_tip(argv)

@@ -20,7 +20,7 @@ from ..errors import MemexError, UsageError, repository_refused
 from ..terminal import safe
 from .argv import Spec, text
 from .argv import parse as read_argv
-from .pipes import disk_full, encoding_refused, output_closed
+from .pipes import disk_full, encoding_refused, finish, output_closed
 
 if TYPE_CHECKING:
     from ..check import Problem
@@ -199,21 +199,6 @@ def fast(argv: list[str]) -> int | None:
     command, paths, values = parsed
     runner: Callable[..., int] = run_scan if command == "scan" else run_check
     return finish(guarded(lambda: runner(paths, **values)))
-
-
-def finish(code: int) -> int:
-    """Flush stdout while a closed pipe can still be told apart from a bug (as ``app._exit``)."""
-    try:
-        if sys.stdout is not None:
-            sys.stdout.flush()
-    except BrokenPipeError:
-        code = output_closed()
-    except OSError as exc:
-        full = disk_full(exc)
-        if full is None:
-            raise
-        code = full
-    return code
 
 
 def guarded(run: Callable[[], int]) -> int:
