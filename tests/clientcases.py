@@ -48,6 +48,11 @@ model = "gpt-fast"
 """
 
 
+def home() -> Path:
+    """The test's own HOME (conftest's ``hermetic`` sets it)."""
+    return Path(os.environ["HOME"])
+
+
 def user_file(client: str, home: Path) -> Path:
     return home / USER_PATH[client]
 

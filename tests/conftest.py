@@ -72,6 +72,8 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("OPEN_MEMEX_HOME", str(data))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for client_home in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):  # agent hosts' own homes: never the developer's
+        monkeypatch.delenv(client_home, raising=False)
     monkeypatch.chdir(work)
     yield data
     assert _snapshot(_REAL_DATA_ROOT) == _REAL_BEFORE, f"a test touched the real data root {_REAL_DATA_ROOT}"

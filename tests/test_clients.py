@@ -17,21 +17,12 @@ from tests.clientcases import (
     SECTION,
     SKILLS,
     assert_entry,
+    home,
     load,
     ours,
     user_file,
     with_others,
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_client_homes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-
-
-def home() -> Path:
-    return Path(os.environ["HOME"])
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

@@ -15,19 +15,18 @@ from typing import Any
 import pytest
 
 from openmemex.clients import config_snippet, doctor_checks
-from tests.clientcases import CLIENTS, PROJECT_PATH, SECTION, SKILLS, assert_entry, ours, user_file
+from tests.clientcases import (
+    CLIENTS,
+    PROJECT_PATH,
+    SECTION,
+    SKILLS,
+    assert_entry,
+    home,
+    ours,
+    user_file,
+)
 from tests.conftest import git
 from tests.helpers import drain_pty
-
-
-@pytest.fixture(autouse=True)
-def _no_client_homes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-
-
-def home() -> Path:
-    return Path(os.environ["HOME"])
 
 
 def files(root: Path) -> list[str]:

@@ -14,13 +14,6 @@ from openmemex.clients import fileio, jsonconf, registry, tomlconf
 from openmemex.clients.entry import ServerEntry
 from openmemex.clients.registry import plain_shape
 
-
-@pytest.fixture(autouse=True)
-def _no_client_homes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-
-
 OURS = plain_shape(ServerEntry("/opt/bin/open-memex", ("mcp",), {"OPEN_MEMEX_HOME": "/data/open-memex"}))
 
 

@@ -223,6 +223,4 @@ def main() -> None:
     _exit(run())
 
 
-def git_main() -> None:
-    """``git memex …``: git runs this from the user's current directory."""
-    _exit(run())
+git_main = main  # ``git memex …``: git runs it from the user's own folder; nothing else differs

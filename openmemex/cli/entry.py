@@ -38,6 +38,8 @@ def _hook(argv: list[str]) -> int | None:
 
 
 def main() -> None:
+    """``open-memex …`` and ``git memex …`` alike (git runs the latter from the user's own
+    folder, so nothing differs once we are started)."""
     prepare_streams()
     code = _hook(sys.argv[1:])
     if code is not None:
@@ -47,11 +49,4 @@ def main() -> None:
     full()
 
 
-def git_main() -> None:
-    prepare_streams()
-    code = _hook(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
-    from .app import git_main as full
-
-    full()
+git_main = main  # the git-memex console script
