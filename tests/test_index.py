@@ -495,7 +495,8 @@ def test_one_memory_named_twice_in_one_write_is_not_damage(cli, git_repo: Path, 
     db = sqlite3.connect(paths.index_path(data_root))
     try:
         assert db.execute("SELECT count(*) FROM memories WHERE id = ?", (memory,)).fetchone()[0] == 1
-        assert db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')") is not None
+        db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")  # raises when FTS disagrees
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         db.close()
 
