@@ -28,6 +28,7 @@ SCHEMA_VERSION = 11  # 11: cjk stored again; 10: derived file_path, FTS kept fro
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
+TOKENIZE = "porter unicode61 remove_diacritics 2"  # search's snippet scratch table must tokenize alike
 _FTS = ", ".join(FTS_COLUMNS)
 _OLD = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
 _NEW = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
@@ -77,7 +78,7 @@ CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target
 CREATE VIRTUAL TABLE memories_fts USING fts5(
   content, tags, aliases, expansions, type, cjk, cjk_expansions,
   content='memories', content_rowid='rowid',
-  tokenize='porter unicode61 remove_diacritics 2'
+  tokenize='{TOKENIZE}'
 );
 CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
   UPDATE index_info SET value = value + 1 WHERE key = 'rows';

@@ -124,6 +124,8 @@ class _Candidate:
     round: str
     lane: str = "bm25"
     vector: float | None = None
+    expression: str = ""  # the round's FTS5 expression that found it (its snippet is marked by it)
+    marks: tuple[str, str, str] | None = None  # snippet, tag and alias highlights: shown hits only
 
 
 def search(ctx: Context, query: str, scope: str = "both", type: str | None = None, limit: int = DEFAULT_LIMIT,
@@ -152,7 +154,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
     if explain:
         result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
-    candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)])
+    candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
     _literal_bonus(candidates, identifiers(query))
     model = _vector_model(ctx, embeddings)
     if model is not None:
@@ -165,7 +167,9 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     result.candidates = len(candidates) + result.hidden_retracted
     resolved = _resolve(ctx, candidates, dirs, type, result)
     asked = expansions.current().matched_members(query)
-    result.hits = [_hit(target, cand, asked) for target, cand in _order(resolved)[:limit]]
+    shown = _order(resolved)[:limit]
+    _mark(ctx, [cand for _, cand in shown])
+    result.hits = [_hit(target, cand, asked) for target, cand in shown]
     _explain_order(result.hits, resolved)
     return result
 
@@ -203,27 +207,48 @@ def _vector_model(ctx: Context, override: bool | None) -> str | None:
     return configured
 
 
-def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None, overfetch: int) -> list[sqlite3.Row]:
-    marks = placeholders(dirs)
-    params: list[object] = [expression, *dirs]
-    type_clause = ""
-    if type is not None:
-        type_clause = " AND m.type = ?"
-        params.append(type)
-    params.append(overfetch)
+def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
+           overfetch: int) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
+    """The ``overfetch`` best visible rows in scope for ``expression`` with their bm25, best
+    first. Rank first, filter after (issue 11): FTS5 scores its matches in SQLite's top-k
+    sorter with no join (a join, or FTS5's own ``ORDER BY rank``, costs about 1 µs more per
+    match, and a common query matches half the store), then only the ranked rows are looked
+    up. The ranked list is long enough for the share of the index in scope; were too few
+    left after the filter, ranking again without a limit keeps the answer exact."""
     weights = ", ".join(str(w) for w in WEIGHTS)
-    rows: list[sqlite3.Row] = ctx.conn.execute(
-        f"SELECT m.*, memories_fts.rank AS rank, "
-        f"snippet(memories_fts, 0, '[', ']', ' … ', 12) AS snip, "
-        f"highlight(memories_fts, 1, '\x01', '\x02') AS tag_hl, "
-        f"highlight(memories_fts, 2, '\x01', '\x02') AS alias_hl "
-        f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
-        f"AND m.dir IN ({marks}){type_clause} AND m.status NOT IN ('retracted', 'archived') "
-        f"ORDER BY memories_fts.rank LIMIT ?",
-        params,
-    ).fetchall()
-    return rows
+    ranked_sql = (f"SELECT rowid, bm25(memories_fts, {weights}) AS score FROM memories_fts "
+                  "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?")  # fmt: skip
+    marks = placeholders(dirs)
+    type_clause = " AND +type = ?" if type is not None else ""
+    wanted = _ranked_length(ctx, dirs, overfetch, type)
+    while True:
+        ranked = ctx.conn.execute(ranked_sql, (expression, wanted)).fetchall()
+        if not ranked:
+            return []
+        score = {int(r[0]): float(r[1]) for r in ranked}
+        params: list[object] = [*dirs, *([type] if type is not None else [])]
+        rows = ctx.conn.execute(
+            f"SELECT * FROM memories WHERE rowid IN ({','.join(str(r) for r in score)}) AND +dir IN ({marks})"
+            f"{type_clause} AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
+            params,
+        ).fetchall()
+        if len(rows) >= overfetch or len(ranked) < wanted or wanted < 0:
+            rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
+            return [(r, score[int(r["rowid"])]) for r in rows[:overfetch]]
+        wanted = -1  # the filter left too few: rank every match
+
+
+def _ranked_length(ctx: Context, dirs: list[str], overfetch: int, type: str | None) -> int:
+    """How many ranked matches to look up so that, as the scope's share of the index
+    goes, ``overfetch`` of them are usually in scope (``folder_state`` counts each
+    folder's files: one tiny read)."""
+    counts = {str(d): int(n) for d, n in ctx.conn.execute("SELECT dir, count FROM folder_state")}
+    total = sum(counts.values())
+    inside = sum(counts.get(d, 0) for d in dirs)
+    share = inside / total if total and inside else 1.0
+    if type is not None:
+        share /= 4  # a type is a fraction of a scope; how large is not worth a count
+    return max(2 * overfetch, int(1.5 * (overfetch + 8) / max(share, 0.001)))
 
 
 def _hidden_count(ctx: Context, expression: str, dirs: list[str], type: str | None) -> int:
@@ -242,17 +267,18 @@ def _hidden_count(ctx: Context, expression: str, dirs: list[str], type: str | No
     return count
 
 
-def _raw(row: sqlite3.Row) -> float:
-    return -float(row["rank"]) * IMPORTANCE_FACTOR.get(row["importance"], 1.0)
+def _raw(row: sqlite3.Row, rank: float) -> float:
+    return -rank * IMPORTANCE_FACTOR.get(row["importance"], 1.0)
 
 
-def _merge(round_rows: list[list[sqlite3.Row]], labels: list[str]) -> list[_Candidate]:
+def _merge(round_rows: list[list[tuple[sqlite3.Row, float]]], labels: list[str],
+           expressions: list[str]) -> list[_Candidate]:  # fmt: skip
     """One candidate per matched row, best first (D81 normalised-max merge)."""
-    scores = [{int(r["rowid"]): _raw(r) for r in rows} for rows in round_rows]
+    scores = [{int(r["rowid"]): _raw(r, rank) for r, rank in rows} for rows in round_rows]
     merged = aliases.merge(scores)
-    rows_at = [{int(r["rowid"]): r for r in rows} for rows in round_rows]
+    rows_at = [{int(r["rowid"]): r for r, _ in rows} for rows in round_rows]
     out = [
-        _Candidate(rows_at[where][rowid], rel, scores[where][rowid], count, labels[where])
+        _Candidate(rows_at[where][rowid], rel, scores[where][rowid], count, labels[where], expression=expressions[where])
         for rowid, (rel, count, where) in merged.items()
     ]
     out.sort(key=lambda c: (-c.relevance, -c.rounds))
@@ -355,22 +381,65 @@ def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
     return expansions.current().reached(asked, row["expansions"], text)
 
 
+_SCRATCH = "search_marks"
+
+
+def _mark(ctx: Context, shown: list[_Candidate]) -> None:
+    """FTS5's snippet and highlights for the hits shown, and only those (issue 11: in the
+    ranking query they cost a tokenisation of every ranked row). They are worked out in a
+    per-connection scratch FTS5 table with the index's tokenizer: the same text under the
+    same expression marks the same words, and nothing is ever committed to it."""
+    todo: dict[str, list[_Candidate]] = {}
+    for cand in shown:
+        if cand.lane != "vector" and cand.expression:
+            todo.setdefault(cand.expression, []).append(cand)
+    if not todo:
+        return
+    from .index_schema import FTS_COLUMNS, TOKENIZE
+
+    conn = ctx.conn
+    columns = ", ".join(FTS_COLUMNS)
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SCRATCH} USING fts5({columns}, tokenize='{TOKENIZE}')")
+    conn.execute("SAVEPOINT search_marks")
+    try:
+        for expression, cands in todo.items():
+            conn.executemany(
+                f"INSERT INTO temp.{_SCRATCH}(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
+                [(int(c.row["rowid"]), *(c.row[col] for col in FTS_COLUMNS)) for c in cands],
+            )
+            found = {
+                int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
+                for r in conn.execute(
+                    f"SELECT rowid, snippet({_SCRATCH}, 0, '[', ']', ' … ', 12), "
+                    f"highlight({_SCRATCH}, 1, '\x01', '\x02'), highlight({_SCRATCH}, 2, '\x01', '\x02') "
+                    f"FROM temp.{_SCRATCH} WHERE {_SCRATCH} MATCH ?",
+                    (expression,),
+                )
+            }
+            for cand in cands:
+                cand.marks = found.get(int(cand.row["rowid"]), ("", "", ""))
+            conn.execute("ROLLBACK TO search_marks")  # empty again (cheaper than a DELETE, which re-tokenises)
+    finally:
+        conn.execute("ROLLBACK TO search_marks")
+        conn.execute("RELEASE search_marks")
+
+
 def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
     matched = cand.row
-    marks = matched if "snip" in matched.keys() else None  # noqa: SIM118 (Row: `in` tests values)
-    snip = marks["snip"] if marks is not None else None
+    marks = cand.marks
+    snip = marks[0] if marks is not None else None
     if target["id"] == matched["id"] and "[" in (snip or ""):
         snippet = normalize_ws(snip or "")
     else:
         snippet = normalize_ws(target["content"])[:160]
     via = "body"
     synonyms: list[str] = []
-    if snip is None:
+    if marks is None:
         via = "vector"
-    elif marks is not None and "\x01" in (marks["alias_hl"] or ""):
+    elif "\x01" in marks[2]:
         via = "alias"
         snippet += f" (aka: {matched['aliases']})"
-    elif marks is not None and "\x01" in (marks["tag_hl"] or ""):
+    elif "\x01" in marks[1]:
         via = "tags"
     if marks is not None:
         synonyms = _synonyms(matched, asked)

@@ -1,0 +1,103 @@
+"""Issue 11: search ranks first (FTS5's bm25 in SQLite's top-k sorter, no join) and only
+then looks up and filters the ranked rows, widening when the filter leaves too few; the
+snippets and highlights are marked for the shown hits only, in a scratch table. These
+tests hold it to the single ranked join it replaced, used here as the oracle."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from openmemex import memfile, paths, search, store
+from openmemex.context import Context
+from openmemex.ids import new_ulid, now_rfc3339
+from openmemex.index import placeholders
+from openmemex.model import Memory
+from openmemex.scope import resolve_project
+
+
+def _write(folder: Path, body: str, *, scope: str, key: str, type: str = "fact", status: str = "active") -> str:
+    stamp = now_rfc3339()
+    memory = Memory(id=new_ulid(), scope=scope, scope_key=key, body=body, type=type, status=status,
+                    created_at=stamp, updated_at=stamp)  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    return memory.id
+
+
+def _oracle(conn: sqlite3.Connection, expression: str, dirs: list[str], type: str | None, n: int) -> list[int]:
+    """The pre-issue-11 query: FTS5's ORDER BY rank joined to the rows and filtered inline."""
+    weights = ", ".join(str(w) for w in search.WEIGHTS)
+    type_clause = " AND m.type = ?" if type else ""
+    rows = conn.execute(
+        f"SELECT m.rowid FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
+        f"AND m.dir IN ({placeholders(dirs)}){type_clause} AND m.status NOT IN ('retracted', 'archived') "
+        f"ORDER BY memories_fts.rank, m.rowid LIMIT ?",
+        [expression, *dirs, *([type] if type else []), n],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+@pytest.fixture
+def crowded(data_root: Path, git_repo: Path) -> Context:
+    """A project with a few weak matches for "zeppelin", drowned by 240 strong personal
+    ones (a few of them decisions, some retracted)."""
+    project = resolve_project(git_repo)
+    outbox = paths.scope_dir(data_root, project.key)
+    personal = paths.scope_dir(data_root, "personal")
+    for i in range(240):
+        status = "retracted" if i % 7 == 0 else "active"
+        kind = "decision" if i % 40 == 0 else "fact"
+        _write(personal, f"zeppelin zeppelin zeppelin hangar note {i}", scope="personal", key="personal",
+               type=kind, status=status)  # fmt: skip
+    for i in range(12):
+        kind = "decision" if i % 4 == 0 else "fact"
+        _write(outbox, f"The build farm in hall {i} is named after a zeppelin, among many other things we "
+                       f"name after airships and trains and old ships of the line {i}", scope="project",
+               key=project.key, type=kind)  # fmt: skip
+    ctx = Context.load(git_repo)
+    search.search(ctx, "warm the index", scope="both")
+    return ctx
+
+
+@pytest.mark.parametrize("scope", ["project", "personal", "both"])
+@pytest.mark.parametrize("type", [None, "decision"])
+def test_ranked_then_filtered_equals_the_filtered_ranking(crowded: Context, scope: str, type: str | None) -> None:
+    dirs = [str(f.path) for f in crowded.folders(scope)]
+    expression = search._expression("zeppelin hangar")
+    got = [int(row["rowid"]) for row, _ in search._fetch(crowded, expression, dirs, type, 34)]
+    assert got == _oracle(crowded.conn, expression, dirs, type, 34)
+    assert got  # every case finds something
+
+
+def test_a_short_ranked_list_widens_until_the_answer_is_exact(crowded: Context, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranked list's length is only an estimate: were it far too short (the scope's
+    rows all ranked below other folders'), ranking again must still give the exact top."""
+    monkeypatch.setattr(search, "_ranked_length", lambda *_args: 3)
+    dirs = [str(f.path) for f in crowded.folders("project")]
+    expression = search._expression("zeppelin")
+    got = [int(row["rowid"]) for row, _ in search._fetch(crowded, expression, dirs, None, 10)]
+    assert got == _oracle(crowded.conn, expression, dirs, None, 10)
+    assert len(got) == 10
+
+
+def test_only_in_scope_hits_and_their_snippets_are_marked(crowded: Context) -> None:
+    result = search.search(crowded, "zeppelin", scope="project", limit=5)
+    assert len(result.hits) == 5 and all(h.scope == "project" for h in result.hits)
+    assert all("[zeppelin]" in h.snippet for h in result.hits)
+    # the scratch table the marks are made in keeps nothing between searches
+    assert crowded.conn.execute("SELECT count(*) FROM temp.search_marks").fetchone()[0] == 0
+
+
+def test_marks_inside_an_open_transaction_leave_it_alone(crowded: Context) -> None:
+    conn = crowded.conn
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO index_info(key, value) VALUES ('test-marker', 'kept')")
+    result = search.search(crowded, "zeppelin hangar", scope="both", limit=3)
+    assert result.hits and conn.in_transaction
+    assert conn.execute("SELECT value FROM index_info WHERE key = 'test-marker'").fetchone()[0] == "kept"
+    conn.execute("ROLLBACK")
+    assert conn.execute("SELECT count(*) FROM index_info WHERE key = 'test-marker'").fetchone()[0] == 0
