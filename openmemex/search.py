@@ -151,19 +151,23 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     rewrites = [] if ablated("no-aliases") else aliases.rounds(query, aliases.registry(ctx.conn, dirs))
     result.rewrites = [r.label() for r in rewrites]
     expressions = [expression, *(_expression(r.text) for r in rewrites)]
+    model = _vector_model(ctx, embeddings)
+    pending = None
+    if model is not None:
+        from .embeddings import start
+
+        pending = start(ctx, model, query, dirs, type, 2 * limit + 4)  # runs while the bm25 rounds do
     round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
     if explain:
         result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
     candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
     _literal_bonus(candidates, identifiers(query))
-    model = _vector_model(ctx, embeddings)
-    if model is not None:
-        from .embeddings import fuse, vector_candidates
+    near = pending() if pending is not None else None
+    if model is not None and near is not None:
+        from .embeddings import fuse
 
-        near = vector_candidates(ctx, model, query, dirs, type, 2 * limit + 4)
-        if near is not None:
-            candidates = fuse(ctx, model, candidates, near, _Candidate)
-            result.lanes = ["bm25", f"vector:{model}"]
+        candidates = fuse(ctx, model, candidates, near, _Candidate)
+        result.lanes = ["bm25", f"vector:{model}"]
     result.candidates = len(candidates) + result.hidden_retracted
     resolved = _resolve(ctx, candidates, dirs, type, result)
     asked = expansions.current().matched_members(query)

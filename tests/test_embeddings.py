@@ -145,3 +145,57 @@ def test_lane_keeps_to_the_searched_scope_and_type(cli: Any, data_root: Path) ->
             assert decision.hits[0].lane in ("vector", "both")
     finally:
         ctx.close()
+
+
+def test_lane_overlapping_the_bm25_rounds_answers_as_one_thread_does(cli: Any, data_root: Path) -> None:
+    """The lane's query embedding and product run on a worker thread while bm25 runs; many
+    searches at once, each on its own Context as the MCP server's calls are (sharing the
+    vectors kept in memory), and a search in a forked child (whose parent's worker thread
+    does not exist there) give the sequential answers."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openmemex.context import Context
+    from openmemex.embeddings import providers
+    from openmemex.search import search
+
+    texts = ["The kitten sleeps on the sofa all afternoon.", "Deploys to production need a manual Argo CD sync.",
+             "Invoices are rendered as PDF by the billing worker.", "Retry webhooks with exponential backoff.",
+             "Our office cat naps on the couch near the window."]  # fmt: skip
+    for text in texts:
+        assert cli("add", text).rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    queries = ["cat nap couch", "argo cd deploys", "pdf invoices", "webhook retries", "sleepy kitten"]
+
+    def answer(ctx: Context, query: str) -> list[tuple[str, str, float | None]]:
+        return [(h.id, h.lane, h.vector) for h in search(ctx, query, scope="both", limit=5).hits]
+
+    ctx = Context.load(Path.cwd())
+    try:
+        expected = {q: answer(ctx, q) for q in queries}
+        assert any(lane == "vector" for hits in expected.values() for _, lane, _ in hits)
+        model = providers.WordLlamaProvider()
+        for q in queries:  # the one-text path embeds exactly as the batch path does
+            import numpy as np
+
+            assert np.array_equal(model.embed_query(q), providers._unit(model._model.embed([q], norm=False))[0])
+        def call(query: str) -> tuple[str, list[tuple[str, str, float | None]]]:
+            with Context.load(Path.cwd()) as own:
+                return query, answer(own, query)
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            got = list(pool.map(call, queries * 8))
+        assert all(hits == expected[q] for q, hits in got)
+        if hasattr(os, "fork"):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: a search must finish, with the same answer
+                ok = answer(ctx, "cat nap couch") == expected["cat nap couch"]
+                os.write(write, b"ok" if ok else b"different")
+                os._exit(0)
+            os.close(write)
+            _, status = os.waitpid(pid, 0)
+            assert os.read(read, 16) == b"ok" and status == 0
+    finally:
+        ctx.close()

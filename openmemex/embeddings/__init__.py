@@ -12,7 +12,7 @@ libraries are imported only here, only when the lane is on.
 from __future__ import annotations
 
 import os
-import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -79,8 +79,7 @@ _loaded: dict[tuple[str, str], EmbeddingProvider] = {}
 
 @dataclass
 class _Cache:
-    conn: sqlite3.Connection  # held, so its id is never another connection's (no weakrefs to these)
-    key: tuple[str, int, str]
+    key: tuple[str, str, int, str]
     rowids: Any  # numpy int64 array
     dirs: list[str]
     dir_index: Any
@@ -89,15 +88,18 @@ class _Cache:
     masks: dict[tuple[str, ...], tuple[Any, Any]] = field(default_factory=dict)  # dirs -> (positions, vectorsᵀ)
 
 
-_caches: dict[str, _Cache] = {}  # model -> the vectors of the last connection that searched
+# model -> the vectors of the index that searched last, shared by every connection to it
+# (the MCP server opens one per call); the lock keeps its threads' scope copies consistent.
+_caches: dict[str, _Cache] = {}
+_lock = threading.Lock()
 
 
-def _state(conn: sqlite3.Connection, model: str) -> tuple[str, int, str]:
+def _state(ctx: Context, model: str) -> tuple[str, str, int, str]:
     """The vectors in memory are current while no memory row changed (in any process: a
     trigger counts row writes, ``index.rows_version``) and the index is the same file (a
-    rebuilt one has a new epoch)."""
-    info = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
-    return (str(info.get("epoch", "")), int(info.get("rows", -1)), model)
+    rebuilt one has a new epoch) of the same data root."""
+    info = dict(ctx.conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
+    return (str(ctx.root), str(info.get("epoch", "")), int(info.get("rows", -1)), model)
 
 
 def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
@@ -133,12 +135,12 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
     import numpy as np
 
     conn = ctx.conn
-    key = _state(conn, prov.name)
+    key = _state(ctx, prov.name)
     cached = _caches.get(prov.name)
-    if cached is not None and cached.conn is conn and cached.key == key:
+    if cached is not None and cached.key == key:
         return cached
     if refresh(ctx, prov):
-        key = _state(conn, prov.name)
+        key = _state(ctx, prov.name)
     only_latin = "" if prov.multilingual else " AND m.cjk = ''"  # a Latin-only model reads no Chinese
     rows = conn.execute(
         "SELECT m.rowid, m.dir, m.type, v.vec FROM memories m JOIN vectors v "
@@ -149,7 +151,7 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
     where = {d: i for i, d in enumerate(dirs)}
     matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), prov.dim) if rows \
         else np.zeros((0, prov.dim), dtype=np.float32)  # fmt: skip
-    cache = _Cache(conn, key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
+    cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
                    np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
     _caches[prov.name] = cache
     return cache
@@ -159,20 +161,51 @@ def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], typ
                       k: int) -> list[tuple[int, float]] | None:  # fmt: skip
     """(rowid, cosine) of the ``k`` memories nearest to ``query`` in ``dirs``; None when
     the model cannot read the query (the lane stays out)."""
-    import numpy as np
+    return start(ctx, model, query, dirs, type, k)()
 
+
+Pending = Callable[[], "list[tuple[int, float]] | None"]
+
+
+def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | None, k: int) -> Pending:
+    """Begin the lane for ``query`` and return the function that waits for its answer
+    (as ``vector_candidates``). The vectors are made current here, on the caller's thread
+    (it owns the index connection); the query's embedding and the product run on the
+    lane's worker thread meanwhile, so they overlap the bm25 rounds the caller runs next
+    (both release the GIL: SQLite while it steps, numpy and the tokenizers while they
+    compute). Measured at 10k: the lane's 0.3 ms then costs the search about a tenth."""
     prov = provider(ctx, model)
     if not prov.multilingual and has_cjk(query):
-        return None
-    cache = _matrix(ctx, prov)
-    rowids, columns = _scoped(cache, dirs, type)
+        return lambda: None
+    with _lock:
+        rowids, columns = _scoped(_matrix(ctx, prov), dirs, type)
     count = min(k, len(rowids))
     if count == 0:
-        return []
+        return lambda: []
+    wait: Pending = _worker().submit(_nearest, prov, query, rowids, columns, count).result
+    return wait
+
+
+def _nearest(prov: EmbeddingProvider, query: str, rowids: Any, columns: Any, count: int) -> list[tuple[int, float]]:
+    import numpy as np
+
     sims = prov.embed_query(query).astype(np.float32) @ columns
     top = np.argpartition(-sims, count - 1)[:count]
     top = top[np.argsort(-sims[top])]
     return [(int(rowids[i]), float(sims[i])) for i in top]
+
+
+_workers: dict[int, Any] = {}  # pid -> executor: a forked child gets its own (the parent's thread is not there)
+
+
+def _worker() -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pid = os.getpid()
+    if pid not in _workers:
+        _workers.clear()
+        _workers[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="open-memex-vectors")
+    return _workers[pid]
 
 
 SCOPES_KEPT = 3  # each kept scope is a copy of its vectors: the three search scopes (both, project, personal)
