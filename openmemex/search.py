@@ -5,6 +5,7 @@ as a bounded preference, explain."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import aliases, expansions, freshness
@@ -222,24 +223,34 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
     weights = ", ".join(str(w) for w in WEIGHTS)
     ranked_sql = (f"SELECT rowid, bm25(memories_fts, {weights}) AS score FROM memories_fts "
                   "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?")  # fmt: skip
-    marks = placeholders(dirs)
-    type_clause = " AND +type = ?" if type is not None else ""
     wanted = _ranked_length(ctx, dirs, overfetch, type)
     while True:
         ranked = ctx.conn.execute(ranked_sql, (expression, wanted)).fetchall()
-        if not ranked:
-            return []
-        score = {int(r[0]): float(r[1]) for r in ranked}
-        params: list[object] = [*dirs, *([type] if type is not None else [])]
-        rows = ctx.conn.execute(
-            f"SELECT * FROM memories WHERE rowid IN ({','.join(str(r) for r in score)}) AND +dir IN ({marks})"
-            f"{type_clause} AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
-            params,
-        ).fetchall()
-        if len(rows) >= overfetch or len(ranked) < wanted or wanted < 0:
-            rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
-            return [(r, score[int(r["rowid"])]) for r in rows[:overfetch]]
+        kept: list[tuple[sqlite3.Row, float]] = []
+        for start in range(0, len(ranked), _LOOKUP_CHUNK):  # in rank order: stop once enough are kept
+            kept += _visible(ctx, ranked[start : start + _LOOKUP_CHUNK], dirs, type)
+            if len(kept) >= overfetch:
+                return kept[:overfetch]
+        if len(ranked) < wanted or wanted < 0:
+            return kept
         wanted = -1  # the filter left too few: rank every match
+
+
+_LOOKUP_CHUNK = 500
+
+
+def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
+             type: str | None) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
+    """The rows of ``ranked`` (rowid, bm25) in ``dirs``, of ``type``, not hidden: in rank order."""
+    score = {int(r[0]): float(r[1]) for r in ranked}
+    type_clause = " AND +type = ?" if type is not None else ""
+    rows = ctx.conn.execute(
+        f"SELECT * FROM memories WHERE rowid IN ({','.join(str(r) for r in score)}) AND +dir IN ({placeholders(dirs)})"
+        f"{type_clause} AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
+        [*dirs, *([type] if type is not None else [])],
+    ).fetchall()
+    rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
+    return [(r, score[int(r["rowid"])]) for r in rows]
 
 
 def _ranked_length(ctx: Context, dirs: list[str], overfetch: int, type: str | None) -> int:
@@ -382,7 +393,7 @@ def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
     if not row["expansions"] or not asked:
         return []
     text = " ".join((row["content"], row["tags"], row["aliases"]))
-    return expansions.current().reached(asked, row["expansions"], text)
+    return expansions.current().reached(asked, expansions.spell(row["expansions"]), text)
 
 
 _SCRATCH = "search_marks"
@@ -399,7 +410,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
             todo.setdefault(cand.expression, []).append(cand)
     if not todo:
         return
-    from .index_schema import FTS_COLUMNS, TOKENIZE
+    from .index_schema import FTS_COLUMNS, TOKENIZE, fts_values
 
     conn = ctx.conn
     columns = ", ".join(FTS_COLUMNS)
@@ -409,7 +420,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
         for expression, cands in todo.items():
             conn.executemany(
                 f"INSERT INTO temp.{_SCRATCH}(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
-                [(int(c.row["rowid"]), *(c.row[col] for col in FTS_COLUMNS)) for c in cands],
+                [(int(c.row["rowid"]), *_fts_of(c.row, fts_values)) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
@@ -426,6 +437,11 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     finally:
         conn.execute("ROLLBACK TO search_marks")
         conn.execute("RELEASE search_marks")
+
+
+def _fts_of(row: sqlite3.Row, fts_values: Callable[..., tuple[str, ...]]) -> tuple[str, ...]:
+    """The FTS values the row was indexed with (the grams and spelled tokens are not stored)."""
+    return fts_values(row["content"], row["tags"], row["aliases"], row["expansions"], row["type"], row["cjk_expansions"])
 
 
 def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:

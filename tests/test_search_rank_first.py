@@ -73,10 +73,14 @@ def test_ranked_then_filtered_equals_the_filtered_ranking(crowded: Context, scop
     assert got  # every case finds something
 
 
-def test_a_short_ranked_list_widens_until_the_answer_is_exact(crowded: Context, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("chunk", [500, 7, 1])
+def test_a_short_ranked_list_widens_until_the_answer_is_exact(crowded: Context, monkeypatch: pytest.MonkeyPatch,
+                                                               chunk: int) -> None:  # fmt: skip
     """The ranked list's length is only an estimate: were it far too short (the scope's
-    rows all ranked below other folders'), ranking again must still give the exact top."""
+    rows all ranked below other folders'), ranking again must still give the exact top,
+    however the ranked rows are looked up in chunks."""
     monkeypatch.setattr(search, "_ranked_length", lambda *_args: 3)
+    monkeypatch.setattr(search, "_LOOKUP_CHUNK", chunk)
     dirs = [str(f.path) for f in crowded.folders("project")]
     expression = search._expression("zeppelin")
     got = [int(row["rowid"]) for row, _ in search._fetch(crowded, expression, dirs, None, 10)]
