@@ -5,7 +5,6 @@ as a bounded preference, explain."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import aliases, expansions, freshness
@@ -393,7 +392,7 @@ def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
     if not row["expansions"] or not asked:
         return []
     text = " ".join((row["content"], row["tags"], row["aliases"]))
-    return expansions.current().reached(asked, expansions.spell(row["expansions"]), text)
+    return expansions.current().reached(asked, row["expansions"], text)
 
 
 _SCRATCH = "search_marks"
@@ -410,7 +409,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
             todo.setdefault(cand.expression, []).append(cand)
     if not todo:
         return
-    from .index_schema import FTS_COLUMNS, TOKENIZE, fts_values
+    from .index_schema import FTS_COLUMNS, TOKENIZE
 
     conn = ctx.conn
     columns = ", ".join(FTS_COLUMNS)
@@ -420,7 +419,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
         for expression, cands in todo.items():
             conn.executemany(
                 f"INSERT INTO temp.{_SCRATCH}(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
-                [(int(c.row["rowid"]), *_fts_of(c.row, fts_values)) for c in cands],
+                [(int(c.row["rowid"]), *(c.row[col] for col in FTS_COLUMNS)) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
@@ -437,11 +436,6 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     finally:
         conn.execute("ROLLBACK TO search_marks")
         conn.execute("RELEASE search_marks")
-
-
-def _fts_of(row: sqlite3.Row, fts_values: Callable[..., tuple[str, ...]]) -> tuple[str, ...]:
-    """The FTS values the row was indexed with (the grams and spelled tokens are not stored)."""
-    return fts_values(row["content"], row["tags"], row["aliases"], row["expansions"], row["type"], row["cjk_expansions"])
 
 
 def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
