@@ -441,7 +441,8 @@ class MemFile:
 
     @property
     def content_hash(self) -> str:
-        return hashlib.sha256(self.body.encode("utf-8")).hexdigest()
+        # the index keeps the first 20 hex digits (schema 12, issue 11)
+        return hashlib.sha256(self.body.encode("utf-8")).hexdigest()[:20]
 
 
 def read_memfile(path: Path) -> MemFile | str:

@@ -116,12 +116,15 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 
+_SUFFIXES = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e"))
+
+
 @functools.lru_cache(maxsize=8192)
 def _forms(token: str) -> tuple[str, ...]:
     """A word, then the base forms it may come from ("deploys", "released", "caching"), so
     a group member written as a base form matches its inflections in memory text."""
     out = [token]
-    for suffix, repl in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("d", ""), ("ing", ""), ("ing", "e")):
+    for suffix, repl in _SUFFIXES:
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             base = token[: len(token) - len(suffix)] + repl
             out.append(base)
@@ -131,7 +134,19 @@ def _forms(token: str) -> tuple[str, ...]:
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(CJK_RUN.sub(" ", text.lower().replace("-", " ")))
+    # CJK runs and hyphens end a word by not being word characters: no need to blank them
+    return _WORD.findall(text.lower())
+
+
+def _inflections(base: str) -> set[str]:
+    """Every word whose ``_forms`` may include ``base`` (``_forms`` inverted): the base, a
+    suffix on it or on its stem, a doubled last letter before "ed"/"ing". Some do not
+    reach it (the length rule); ``Expander.__post_init__`` keeps only those that do."""
+    out = {base, base + base[-1:] + "ed", base + base[-1:] + "ing"}
+    for suffix, repl in _SUFFIXES:
+        if base.endswith(repl):
+            out.add(base[: len(base) - len(repl)] + suffix)
+    return out
 
 
 @dataclass
@@ -145,6 +160,9 @@ class Expander:
     _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict)
     _cjk: list[tuple[str, int]] = field(default_factory=list)
     _tokens: list[str] = field(default_factory=list)
+    _codes: list[str] = field(default_factory=list)
+    _reach: frozenset[str] = frozenset()  # the words that reach a member word or start a phrase
+    _cjk_by_first: dict[str, list[int]] = field(default_factory=dict)  # first character → places in _cjk
     _memo: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[tuple[str, ...], int], ...]]] = field(
         default_factory=dict
     )
@@ -153,6 +171,7 @@ class Expander:
         canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups]], ensure_ascii=False)
         self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
         self._tokens = [token(group) for group in self.groups]
+        self._codes = [compact(t) for t in self._tokens]
         for gi, group in enumerate(self.groups):
             for member in group:
                 if CJK_RUN.search(member):
@@ -163,22 +182,31 @@ class Expander:
                     self._words.setdefault(words[0], []).append(gi)
                 elif words:
                     self._phrases.setdefault(words[0], []).append((words, gi))
+        for at, (member, _) in enumerate(self._cjk):
+            self._cjk_by_first.setdefault(member[0], []).append(at)
+        keys = set(self._words) | set(self._phrases)
+        self._reach = frozenset(w for k in keys for w in _inflections(k) if any(f in keys for f in _forms(w)))
 
     def matched_groups(self, text: str) -> list[int]:
         """Groups with a member in ``text``, in order of first appearance (what indexing
         needs, once per memory: ``matched_members`` without naming the members)."""
         found: dict[int, None] = {}
-        looked = [self._lookup(w) for w in _words(text)]
-        for i, (_, groups, phrases) in enumerate(looked):
+        words = _words(text)
+        reach = self._reach  # most words reach nothing: one set lookup each, in C
+        for i in [i for i, w in enumerate(words) if w in reach]:
+            _, groups, phrases = self._lookup(words[i])
             for gi in groups:
                 found.setdefault(gi, None)
             for phrase, gi in phrases:
                 if gi not in found and all(
-                    i + k < len(looked) and phrase[k] in looked[i + k][0] for k in range(1, len(phrase))
+                    i + k < len(words) and phrase[k] in _forms(words[i + k]) for k in range(1, len(phrase))
                 ):
                     found[gi] = None
         if self._cjk and CJK_RUN.search(text):
-            for member, gi in self._cjk:
+            # only the members whose first character the text has, in the map's order
+            first = self._cjk_by_first
+            for at in sorted(at for c in set(text).intersection(first) for at in first[c]):
+                member, gi = self._cjk[at]
                 if gi not in found and member in text:
                     found[gi] = None
         return list(found)
@@ -229,6 +257,12 @@ class Expander:
         the ``expansions`` column of a memory, and what a query asks that column for."""
         return [self._tokens[gi] for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
 
+    def stored(self, text: str) -> tuple[str, str]:
+        """The ``expansions`` column of a memory as stored (``compact``) and as indexed
+        (the spelled tokens), worked out once."""
+        found = self.matched_groups(text)[:MAX_EXPANSIONS]
+        return " ".join([self._codes[gi] for gi in found]), " ".join([self._tokens[gi] for gi in found])
+
     def reached(self, asked: dict[int, list[str]], column: str, memory_text: str) -> list[str]:
         """The query's own words that found a memory through a concept it does not put in
         those words (the ``(synonym: …)`` attribution): of the groups both use (``asked`` is
@@ -255,6 +289,37 @@ def token(group: Sequence[str]) -> str:
     writes or asks for a token that means another concept there."""
     digest = hashlib.sha256(json.dumps([m.casefold() for m in group], ensure_ascii=False).encode("utf-8")).digest()
     return f"{TOKEN}{int.from_bytes(digest[:5], 'big')}"
+
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@functools.lru_cache(maxsize=4096)
+def _code(word: str) -> str:
+    n = int(word.removeprefix(TOKEN))
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = _DIGITS[r] + out
+        if not n:
+            return out
+
+
+def compact(tokens: str) -> str:
+    """Spelled concept tokens (``omxg516778669907 …``) as stored in the index's row: each
+    token's number in base 36 (``6l0kvz4j …``), half the bytes. ``spell`` is its inverse:
+    the number has no leading zeros either way, so the two are exact."""
+    return " ".join([_code(w) for w in tokens.split()])
+
+
+@functools.lru_cache(maxsize=4096)
+def _spelled(code: str) -> str:
+    return f"{TOKEN}{int(code, 36)}"
+
+
+def spell(codes: str) -> str:
+    """The stored ``expansions`` column as FTS5 indexes it and a query asks for it."""
+    return " ".join([_spelled(c) for c in codes.split()])
 
 
 def _note(found: dict[int, list[str]], gi: int, member: str) -> None:
@@ -322,7 +387,8 @@ def attach(conn: sqlite3.Connection, expander: Expander) -> int:
         rows = conn.execute("SELECT rowid, content, tags, aliases FROM memories").fetchall()
         updates = []
         for rowid, content, tags, aliases in rows:
-            updates.append((" ".join(expander.tokens(" ".join([content, *split_tags(tags), *split_tags(aliases)]))), "", rowid))
+            codes, _ = expander.stored(" ".join([content, *split_tags(tags), *split_tags(aliases)]))
+            updates.append((codes, "", rowid))
         conn.executemany("UPDATE memories SET expansions = ?, cjk_expansions = ? WHERE rowid = ?", updates)
         conn.execute(
             "INSERT INTO index_info(key, value) VALUES ('expansions', ?) "

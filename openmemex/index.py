@@ -23,14 +23,15 @@ from .errors import MemexError, StoreBusyError
 from .fingerprint import FILE_MODE, FORMULA, MASK, SIG_COLUMNS, Sig, entry_hash, stat_sig
 from .ids import parse_time
 from .model import Memory
-from .text import cjk_index_text, content_hash
+from .text import content_hash
 
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 8192
 SCHEMA_VERSION = index_schema.SCHEMA_VERSION
 
 # A row as ``row_values`` builds it and ``write_rows`` stores it: every stored column but
-# the rowid (``file_path`` is generated, see ``index_schema``).
+# the rowid (``file_path`` is generated, see ``index_schema``), then the two FTS values that
+# are not stored (the spelled concept tokens and the CJK grams), made once, not re-derived.
 ROW_COLUMNS = (
     "id", "dir", "location", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
@@ -38,11 +39,16 @@ ROW_COLUMNS = (
     "content_hash", "supersedes", "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
 _AT = {c: i for i, c in enumerate(ROW_COLUMNS)}
-_ID, _DIR = _AT["id"], _AT["dir"]
+_ID, _DIR, _STORED = _AT["id"], _AT["dir"], len(ROW_COLUMNS)
+# where each FTS column's value is in a row_values row (the last two are not stored)
+_FTS_AT = tuple(_STORED if c == "expansions" else _STORED + 1 if c == "cjk" else _AT[c] for c in index_schema.FTS_COLUMNS)
 _INSERT = f"INSERT INTO memories(rowid, {', '.join(ROW_COLUMNS)}) VALUES (?{', ?' * len(ROW_COLUMNS)})"
 _FTS = ", ".join(index_schema.FTS_COLUMNS)
-_FTS_FROM_ROWS = f"INSERT INTO memories_fts(rowid, {_FTS}) SELECT rowid, {_FTS} FROM memories WHERE rowid"
-_FTS_DELETE = f"INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?, ?)"
+_FTS_MARKS = ", ?" * len(index_schema.FTS_COLUMNS)
+_FTS_INSERT = f"INSERT INTO memories_fts(rowid, {_FTS}) VALUES (?{_FTS_MARKS})"
+_FTS_DELETE = f"INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', ?{_FTS_MARKS})"
+# the stored columns fts_values derives a row's FTS values from
+_FTS_SOURCES = "content, tags, aliases, expansions, type, cjk_expansions"
 
 Warn = Callable[[str], None]
 
@@ -177,11 +183,11 @@ def _connect(db_path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA journal_size_limit = 67108864")  # keep the WAL from staying index-sized
-        if not index_schema.is_current(conn):
+        index_schema.register_functions(conn)
+        # rules_match reads the schema: damage there (page 1 past the header) is found here,
+        # where the file is moved aside and rebuilt, not by the first query of some caller
+        if not index_schema.is_current(conn) or not index_schema.rules_match(conn):
             create_schema(conn)
-        # reads the schema: damage there (page 1 past the header) is found here, where the
-        # file is moved aside and rebuilt, not by the first query of some caller
-        conn.execute("SELECT value FROM index_info WHERE key = 'epoch'").fetchone()
     except sqlite3.OperationalError as exc:
         conn.close()
         raise busy_error(exc) from None
@@ -265,17 +271,17 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
     """The index row of ``memory`` read from ``path`` (``ROW_COLUMNS``). The file name is
     ``<id>.md`` (``memfile.read_memory`` refuses others), so the path is not stored."""
     pair = [x for x in (memory.alias, memory.target) if x]  # D81: the pair is searchable like aliases
-    concepts = expansions.current().tokens(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]))
+    codes, spelled = expansions.current().stored(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]))
+    tags, aliases = ", ".join(memory.tags), ", ".join([*memory.aliases, *pair])
+    grams = index_schema.grams(memory.body, tags, aliases)
     return (
         memory.id, str(folder.path), folder.location, sig[0], sig[1], sig[2], sig[3], memory.scope,
         memory.scope_key, memory.visibility, memory.project_name, memory.type, memory.role,
-        memory.importance, memory.status, memory.review_state, memory.source, ", ".join(memory.tags),
-        ", ".join([*memory.aliases, *pair]), " ".join(concepts), "",
+        memory.importance, memory.status, memory.review_state, memory.source, tags, aliases, codes, "",
         (memory.alias or "").strip() if memory.target else "",
         (memory.target or "").strip() if memory.alias else "",
-        memory.body, cjk_index_text(" ".join([memory.body, *memory.tags, *memory.aliases, *pair])),
-        content_hash(memory.body), memory.supersedes, memory.superseded_by,
-        parse_time(memory.created_at) or 0.0, parse_time(memory.updated_at) or 0.0,
+        memory.body, int(bool(grams)), content_hash(memory.body), memory.supersedes, memory.superseded_by,
+        parse_time(memory.created_at) or 0.0, parse_time(memory.updated_at) or 0.0, spelled, grams,
     )  # fmt: skip
 
 
@@ -304,7 +310,7 @@ _LOOKUP_BATCH = 500
 
 
 def _existing(conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[object, ...]]:
-    """(id, dir) → (rowid, the FTS columns as stored) of the rows these keys name."""
+    """(id, dir) → (rowid, the FTS values it was indexed with) of the rows these keys name."""
     by_dir: dict[str, list[str]] = {}
     for memory_id, folder in keys:
         by_dir.setdefault(folder, []).append(memory_id)
@@ -315,16 +321,16 @@ def _existing(conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> dict
         for at in range(0, len(ids), _LOOKUP_BATCH):
             part = ids[at : at + _LOOKUP_BATCH]
             for row in plain.execute(
-                f"SELECT id, rowid, {_FTS} FROM memories WHERE dir = ? AND id IN ({placeholders(part)})",
+                f"SELECT id, rowid, {_FTS_SOURCES} FROM memories WHERE dir = ? AND id IN ({placeholders(part)})",
                 (folder, *part),
             ):
-                found[(row[0], folder)] = row[1:]
+                found[(row[0], folder)] = (row[1], *index_schema.fts_values(*row[2:]))
     plain.close()
     return found
 
 
 def _drop(conn: sqlite3.Connection, old: Iterable[tuple[object, ...]]) -> int:
-    """Delete rows (rowid, FTS columns) and their FTS entries — the very values they were
+    """Delete rows (rowid, FTS values) and their FTS entries — the very values they were
     indexed with, or the FTS index would keep terms of a row that is gone."""
     gone = list(old)
     if gone:
@@ -352,27 +358,23 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
     old = _existing(conn, ((str(r[_ID]), str(r[_DIR])) for r in rows))
     next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
     _drop(conn, old.values())  # (after the count: a kept rowid may be the highest)
-    first_new = next_rowid
     full: list[tuple[object, ...]] = []
-    kept_rowids: list[tuple[object]] = []
     for row in rows:
         kept = old.get((str(row[_ID]), str(row[_DIR])))
         if kept is not None:
             rowid = kept[0]
-            kept_rowids.append((rowid,))
         else:
             rowid, next_rowid = next_rowid, next_rowid + 1
         full.append((rowid, *row))
     try:
-        conn.executemany(_INSERT, full)
+        conn.executemany(_INSERT, [r[: _STORED + 1] for r in full])
     except sqlite3.IntegrityError as exc:
         # rowids are past the highest and keys were looked up under the write lock: only a
         # damaged index answers either wrongly, and a damaged index is rebuilt (is_corrupt)
         raise sqlite3.DatabaseError(f"database disk image is malformed ({exc})") from None
-    # The FTS entries from the rows as stored: what a delete will read back (the derived
-    # cjk column included) is what was indexed, by construction.
-    conn.execute(f"{_FTS_FROM_ROWS} >= ?", (first_new,))
-    conn.executemany(f"{_FTS_FROM_ROWS} = ?", kept_rowids)
+    # Every FTS value is what fts_values derives from the stored row, so what a delete sends
+    # later is what was indexed now (tests/test_index_derived.py holds it to that).
+    conn.executemany(_FTS_INSERT, [(r[0], *(r[1 + at] for at in _FTS_AT)) for r in full])
     _count(conn, len(rows) + len(old))
 
 

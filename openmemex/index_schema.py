@@ -1,37 +1,57 @@
 """The index's tables (issue 11: a smaller index, same answers).
 
 ``memories`` keeps every column readers use (search, listing, lookup … read ``m.*``), but
-the file's path is not stored: ``file_path`` is generated from the folder and the id (a
-file whose id differs from its name is never indexed). The text is stored once, there;
-``memories_fts`` is external-content and reads it.
+what the FTS5 table needs and readers do not is not stored twice:
 
-``cjk`` (the unigrams and bigrams of Chinese/Japanese/Korean text) stays stored: derived
-on read it would save about a third of the corpus's size where a fifth of it is Chinese,
-but every search reads ``m.*`` of its candidates, and building the grams of a Chinese
-memory costs ~30 µs — about a millisecond a query.
+- ``file_path`` is generated from the folder and the id (a file whose id differs from its
+  name is never indexed).
+- ``cjk`` is 1 when the memory has Chinese/Japanese/Korean text, 0 otherwise; its unigrams
+  and bigrams (a third of the corpus's size where a fifth of it is Chinese) are indexed but
+  not stored. Search reads rows only for the few dozen ranked hits and makes the grams for
+  the shown ones (``fts_values``), so a query no longer pays for them.
+- ``expansions`` holds each D80 concept token's number in base 36 (``expansions.compact``):
+  half the bytes of the spelled tokens that are indexed and queried.
+
+``memories_fts`` is contentless: its values come from Python, the row's text is stored once,
+in ``memories``. An FTS5 delete must be sent the very values its row was inserted with, so
+every one is a pure function of the stored columns (``fts_values``, SQL ``memex_fts_*`` for
+the trigger), and an index made under other gram rules is rebuilt (``text_rules``).
 
 Rows are inserted and deleted only by ``index.write_rows`` / ``index.delete_rows``, which
 keep ``memories_fts`` in step in batches (an FTS5 insert inside a trigger flushes its
 pending terms on every row: three times slower). An UPDATE of a searchable column
-(``expansions.attach`` re-deriving the D80 column) goes through a trigger.
+(``expansions.attach`` re-deriving the D80 column, a hand edit through a connection of
+ours) goes through a trigger, which calls the functions ``register_functions`` adds to every
+connection ``index.connect`` opens; a foreign connection that changes those columns fails
+loudly ("no such function") instead of leaving the FTS index out of step.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
 
 from . import expansions
+from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 11  # 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 12  # 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # search's snippet scratch table must tokenize alike
 _FTS = ", ".join(FTS_COLUMNS)
-_OLD = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
-_NEW = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
+
+
+def _fts_of(row: str) -> str:
+    """The FTS values of ``old`` or ``new`` in the trigger, as ``fts_values`` makes them."""
+    return (
+        f"{row}.content, {row}.tags, {row}.aliases, memex_spell({row}.expansions), {row}.type, "
+        f"memex_grams({row}.content, {row}.tags, {row}.aliases), {row}.cjk_expansions"
+    )
+
 
 _SCHEMA = f"""
 CREATE TABLE memories(
@@ -61,7 +81,7 @@ CREATE TABLE memories(
   alias TEXT NOT NULL DEFAULT '',
   target TEXT NOT NULL DEFAULT '',
   content TEXT NOT NULL,
-  cjk TEXT NOT NULL,
+  cjk INTEGER NOT NULL,
   content_hash TEXT NOT NULL,
   supersedes TEXT,
   superseded_by TEXT,
@@ -77,15 +97,16 @@ CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_
 CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target <> '';
 CREATE VIRTUAL TABLE memories_fts USING fts5(
   content, tags, aliases, expansions, type, cjk, cjk_expansions,
-  content='memories', content_rowid='rowid',
+  content='',
   tokenize='{TOKENIZE}'
 );
 CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
   UPDATE index_info SET value = value + 1 WHERE key = 'rows';
 END;
 CREATE TRIGGER memories_au_fts AFTER UPDATE OF content, tags, aliases, expansions, type, cjk_expansions ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', old.rowid, {_OLD});
-  INSERT INTO memories_fts(rowid, {_FTS}) VALUES (new.rowid, {_NEW});
+  INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', old.rowid, {_fts_of("old")});
+  INSERT INTO memories_fts(rowid, {_FTS}) VALUES (new.rowid, {_fts_of("new")});
+  UPDATE memories SET cjk = (memex_grams(new.content, new.tags, new.aliases) <> '') WHERE rowid = new.rowid;
 END;
 CREATE TABLE quarantine(
   file_path TEXT PRIMARY KEY,
@@ -119,8 +140,54 @@ CREATE TABLE sync_log(
 """
 
 
+def grams(content: str, tags: str, aliases: str) -> str:
+    """The FTS ``cjk`` column from the stored ones: the grams of the body, tags, aliases and
+    the D81 pair (the ``aliases`` column holds both; the separators are not CJK, so the runs
+    are those of the memory's own words)."""
+    return cjk_index_text(f"{content} {tags} {aliases}")
+
+
+def fts_values(content: str, tags: str, aliases: str, codes: str, type: str, cjk_expansions: str) -> tuple[str, ...]:
+    """A row's ``FTS_COLUMNS`` from its stored columns: what it was indexed with, so what
+    its FTS delete sends, and what search's snippet table is given."""
+    return (content, tags, aliases, expansions.spell(codes), type, grams(content, tags, aliases), cjk_expansions)
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """What the FTS trigger calls; ``index.connect`` adds them to every connection."""
+    conn.create_function("memex_grams", 3, grams, deterministic=True)
+    conn.create_function("memex_spell", 1, expansions.spell, deterministic=True)
+
+
+# Every CJK range's first and last character and its neighbours outside, runs of one to
+# three characters, punctuation and Latin between them: a change to the ranges or to how
+# grams are made changes what this gives.
+_PROBE = " ".join([
+    "\u303f\u3040\u30ff\u3100", "\u33ff\u3400\u4dbf\u4dc0", "\u4dff\u4e00\u9fff\ua000",
+    "\uf8ff\uf900\ufaff\ufb00", "\uabff\uac00\ud7af\ud7b0", "中", "中文", "中文字", "a中b文c", "中，文。字",
+    "かなカナ", "한국어", "mixed中文text", "〇々〆", "ｱｲ", "end",
+])  # fmt: skip
+
+
+@functools.cache
+def text_rules() -> str:
+    """How the FTS values are derived, as a digest of what they make of ``_PROBE``: the grams
+    and tokens an FTS row was inserted with are the ones its delete must send later, so an
+    index made under other rules is rebuilt rather than fed deletes that do not match
+    (behaviour, not code: another Python running the same release agrees)."""
+    made = fts_values(_PROBE, "标签, tag", "别名, alias", expansions.compact("omxg123 omxg1099511627775"), "fact", "")
+    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}".encode()).hexdigest()[:16]
+
+
 def is_current(conn: sqlite3.Connection) -> bool:
     return bool(conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION)
+
+
+def rules_match(conn: sqlite3.Connection) -> bool:
+    """The index's FTS values were derived as this process derives them (``text_rules``);
+    read once per connection, where ``index.connect`` reads ``index_info`` anyway."""
+    row = conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()
+    return row is not None and row[0] == text_rules()
 
 
 def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
@@ -128,7 +195,7 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
     from .index import transaction
 
     with transaction(conn):
-        if not force and is_current(conn):
+        if not force and is_current(conn) and rules_match(conn):
             return  # another process won the race
         names = [
             r[0]
@@ -141,6 +208,8 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
             conn.execute(f'DROP TRIGGER IF EXISTS "{trigger[0]}"')
         if "memories_fts" in names:
             conn.execute("DROP TABLE memories_fts")
+        if "vectors" in names:
+            _rekey_vectors(conn)
         for name in names:
             if name not in ("memories_fts", *KEPT_TABLES):
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
@@ -148,6 +217,7 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
             conn.execute(statement)
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
         conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('text', ?)", (text_rules(),))
         # no rows yet: they will be written with the map in force now
         conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -161,3 +231,13 @@ def split_sql(script: str) -> Iterator[str]:
         if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
             yield joined
             buf = []
+
+
+def _rekey_vectors(conn: sqlite3.Connection) -> None:
+    """The vectors cache outlives a rebuild, keyed by ``content_hash``; before schema 12 it
+    was spelled with 64 hex digits, now with the first ``HASH_CHARS`` of them. Old keys
+    are shortened (the vectors stay valid: same text, same hash) and anything else keyed
+    otherwise is dropped, so no row is left that no memory can ever match again."""
+    conn.execute(f"UPDATE OR IGNORE vectors SET content_hash = substr(content_hash, 1, {HASH_CHARS}) "
+                 "WHERE length(content_hash) = 64")  # fmt: skip
+    conn.execute(f"DELETE FROM vectors WHERE length(content_hash) <> {HASH_CHARS}")

@@ -12,6 +12,7 @@ from .context import Context
 from .errors import UsageError
 from .expansions import ablated
 from .index import placeholders, split_tags
+from .index_schema import FTS_COLUMNS, TOKENIZE, fts_values
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, check_text, identifiers, normalize_ws
@@ -392,7 +393,7 @@ def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
     if not row["expansions"] or not asked:
         return []
     text = " ".join((row["content"], row["tags"], row["aliases"]))
-    return expansions.current().reached(asked, row["expansions"], text)
+    return expansions.current().reached(asked, expansions.spell(row["expansions"]), text)
 
 
 _SCRATCH = "search_marks"
@@ -409,7 +410,6 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
             todo.setdefault(cand.expression, []).append(cand)
     if not todo:
         return
-    from .index_schema import FTS_COLUMNS, TOKENIZE
 
     conn = ctx.conn
     columns = ", ".join(FTS_COLUMNS)
@@ -419,7 +419,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
         for expression, cands in todo.items():
             conn.executemany(
                 f"INSERT INTO temp.{_SCRATCH}(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
-                [(int(c.row["rowid"]), *(c.row[col] for col in FTS_COLUMNS)) for c in cands],
+                [(int(c.row["rowid"]), *_fts_of(c.row)) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
@@ -436,6 +436,11 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     finally:
         conn.execute("ROLLBACK TO search_marks")
         conn.execute("RELEASE search_marks")
+
+
+def _fts_of(row: sqlite3.Row) -> tuple[str, ...]:
+    """The FTS values the row was indexed with (the grams and spelled tokens are not stored)."""
+    return fts_values(row["content"], row["tags"], row["aliases"], row["expansions"], row["type"], row["cjk_expansions"])
 
 
 def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:

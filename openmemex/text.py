@@ -55,9 +55,14 @@ def normalize_ws(text: str) -> str:
     return " ".join(text.split())
 
 
+HASH_CHARS = 20  # 80 bits: no two of a billion different texts share a key (birthday bound ~1e-6)
+
+
 def content_hash(body: str) -> str:
-    """sha256 of the whitespace-normalised body: the exact-duplicate key (design §3.4)."""
-    return hashlib.sha256(normalize_ws(body).encode("utf-8")).hexdigest()
+    """sha256 of the whitespace-normalised body, its first ``HASH_CHARS`` hex digits: the
+    exact-duplicate key (design §3.4), stored and indexed in every row (issue 11: the full
+    64 digits were ~1.5 MB of a 10k store's 27 MB index, for no safety that matters)."""
+    return hashlib.sha256(normalize_ws(body).encode("utf-8")).hexdigest()[:HASH_CHARS]
 
 
 def has_cjk(text: str) -> bool:

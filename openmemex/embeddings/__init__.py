@@ -108,7 +108,7 @@ def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
     conn = ctx.conn
     with transaction(conn):
         conn.execute(_SCHEMA)
-    only_latin = "" if prov.multilingual else " AND m.cjk = ''"
+    only_latin = "" if prov.multilingual else " AND m.cjk = 0"
     missing = conn.execute(
         "SELECT m.content_hash, min(m.content) FROM memories m "
         f"WHERE m.status NOT IN ('retracted', 'archived'){only_latin} AND NOT EXISTS "
@@ -141,7 +141,7 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
         return cached
     if refresh(ctx, prov):
         key = _state(ctx, prov.name)
-    only_latin = "" if prov.multilingual else " AND m.cjk = ''"  # a Latin-only model reads no Chinese
+    only_latin = "" if prov.multilingual else " AND m.cjk = 0"  # a Latin-only model reads no Chinese
     rows = conn.execute(
         "SELECT m.rowid, m.dir, m.type, v.vec FROM memories m JOIN vectors v "
         f"ON v.model = ? AND v.content_hash = m.content_hash WHERE m.status NOT IN ('retracted', 'archived'){only_latin}",

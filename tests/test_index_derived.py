@@ -1,0 +1,186 @@
+"""Issue 11, schema 12: what FTS5 indexes but ``memories`` does not store (the CJK grams,
+the spelled concept tokens) is derived from the stored columns, and an FTS5 delete must
+send the very values its row was inserted with. These tests hold the derivation to that:
+every row deleted with its derived values leaves the FTS index empty, after writes, edits,
+supersedes, forgets and hand UPDATEs. Also: the compact content hash still dedupes, and the
+vectors cache keyed by the old 64-digit hash is re-keyed, not left to grow."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex import expansions, freshness, index_schema, paths
+from openmemex.context import Context
+from openmemex.text import HASH_CHARS, cjk_index_text, content_hash, normalize_ws
+
+CHINESE = "部署脚本在发布前运行，数据库备份每天一次"
+
+
+def _fts_terms(conn: sqlite3.Connection) -> int:
+    """How many distinct terms the FTS index holds (fts5vocab reads its segments)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.derived_vocab USING fts5vocab(main, memories_fts, 'row')")
+    return int(conn.execute("SELECT count(*) FROM temp.derived_vocab").fetchone()[0])
+
+
+def _deletes_leave_nothing(conn: sqlite3.Connection) -> None:
+    """Delete every row's FTS entry with the values derived from its stored columns: had
+    any value differed from what was inserted, its terms would stay behind."""
+    assert _fts_terms(conn) > 0
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute(
+            "SELECT rowid, content, tags, aliases, expansions, type, cjk_expansions FROM memories"
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                f"INSERT INTO memories_fts(memories_fts, rowid, {', '.join(index_schema.FTS_COLUMNS)}) "
+                f"VALUES ('delete', ?{', ?' * len(index_schema.FTS_COLUMNS)})",
+                (row[0], *index_schema.fts_values(*row[1:])),
+            )
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+        assert _fts_terms(conn) == 0
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _add(cli: Any, *args: str) -> str:
+    result = cli("add", *args, "--json")
+    assert result.rc == 0, result.err
+    return str(json.loads(result.out)["id"])
+
+
+def test_derived_values_delete_cleanly_after_every_kind_of_write(cli: Any, data_root: Path) -> None:
+    first = _add(cli, f"{CHINESE} deploy before the release", "--tags", "部署, deploy", "--scope", "personal")
+    _add(cli, "Payments retries need idempotency keys", "--tags", "payments", "--scope", "personal")
+    latin = _add(cli, "the cache is warmed at midnight", "--scope", "personal")
+    assert cli("supersede", latin, "the cache is warmed at 2am, 缓存预热").rc == 0
+    assert cli("forget", first).rc == 0
+    _add(cli, "日志保留三十天 logs are kept thirty days", "--scope", "personal")
+    with Context.load() as ctx:
+        freshness.sync(ctx, "all")
+        flags = dict(ctx.conn.execute("SELECT content, cjk FROM memories"))
+        assert flags["Payments retries need idempotency keys"] == 0
+        assert flags["日志保留三十天 logs are kept thirty days"] == 1
+        _deletes_leave_nothing(ctx.conn)
+
+
+def test_a_hand_update_through_our_connection_keeps_fts_in_step(cli: Any) -> None:
+    """The trigger derives old and new values alike (``memex_grams``, ``memex_spell``) and
+    fixes the ``cjk`` flag."""
+    _add(cli, "a plain latin note about deploys", "--scope", "personal")
+    with Context.load() as ctx:
+        freshness.sync(ctx, "all")
+        ctx.conn.execute("UPDATE memories SET content = '回滚 rollback by hand', tags = '标签'")
+        assert ctx.conn.execute("SELECT cjk FROM memories").fetchone()[0] == 1
+        assert ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH '回滚'").fetchone()[0] == 1
+        assert ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'deploys'").fetchone()[0] == 0
+        _deletes_leave_nothing(ctx.conn)
+
+
+def test_a_foreign_connection_cannot_change_searchable_text_silently(cli: Any, data_root: Path) -> None:
+    """Without our functions the trigger cannot derive the FTS values: the UPDATE fails
+    instead of leaving the FTS index out of step; other columns update as before."""
+    _add(cli, "a note for a foreign tool", "--scope", "personal")
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        db.execute("UPDATE memories SET importance = 'high'")
+        with pytest.raises(sqlite3.OperationalError, match="memex_"):
+            db.execute("UPDATE memories SET content = 'changed behind our back'")
+    finally:
+        db.close()
+
+
+def test_the_grams_are_those_of_the_memory_as_written() -> None:
+    """``grams`` reads the stored tags and aliases (comma-joined); the grams are the ones
+    the memory's own words give, as schema 11 stored them."""
+    rng = random.Random(11)
+    pieces = ["中文", "记忆", "部署", "a", "b c", "，", "。", "カナ", "한국", "x-y", " ", "", "标签"]
+    for _ in range(2000):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        tags = [rng.choice(pieces) for _ in range(rng.randint(0, 3))]
+        aliases = [rng.choice(pieces) for _ in range(rng.randint(0, 3))]
+        expected = cjk_index_text(" ".join([body, *tags, *aliases]))
+        assert index_schema.grams(body, ", ".join(tags), ", ".join(aliases)) == expected
+
+
+def test_compact_tokens_spell_back_exactly() -> None:
+    every = " ".join(expansions.token(g) for g in expansions.GROUPS)
+    codes = expansions.compact(every)
+    assert expansions.spell(codes) == every
+    assert len(codes) < len(every) / 1.6
+    for n in (0, 1, 35, 36, 2**40 - 1, 516778669907):
+        assert expansions.spell(expansions.compact(f"{expansions.TOKEN}{n}")) == f"{expansions.TOKEN}{n}"
+    assert expansions.spell("") == "" and expansions.compact("") == ""
+
+
+def test_other_derivation_rules_rebuild_the_index(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index made by other rules (index_info 'text') is rebuilt rather than sent deletes
+    that do not match what it holds; the files are the truth."""
+    memory = _add(cli, CHINESE, "--scope", "personal")
+    monkeypatch.setattr(index_schema, "text_rules", lambda: "other-rules")
+    with Context.load() as ctx:
+        assert ctx.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0  # dropped on connect
+        assert ctx.conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()[0] == "other-rules"
+    assert memory in cli("search", "部署", "--scope", "personal").out
+
+
+def test_the_compact_hash_still_dedupes(cli: Any) -> None:
+    first = _add(cli, "the staging database is reset every sunday", "--scope", "personal")
+    again = cli("add", "the  staging database is reset\nevery sunday", "--scope", "personal")
+    assert again.rc == 0, again.err
+    assert f"already exists: id={first}" in again.out
+    with Context.load() as ctx:
+        stored = ctx.conn.execute("SELECT content_hash FROM memories WHERE id = ?", (first,)).fetchone()[0]
+    assert len(stored) == HASH_CHARS == len(content_hash("x"))
+    full = hashlib.sha256(normalize_ws("the staging database is reset every sunday").encode()).hexdigest()
+    assert stored == full[:HASH_CHARS]
+
+
+def test_vectors_keyed_by_the_old_hash_are_rekeyed_and_strays_dropped(cli: Any, data_root: Path) -> None:
+    """The vectors cache outlives rebuilds: its 64-digit keys of before schema 12 become the
+    20-digit keys that match the memories again, and keys of no known form go."""
+    body = "vectors survive the schema change"
+    _add(cli, body, "--scope", "personal")
+    full = hashlib.sha256(normalize_ws(body).encode()).hexdigest()
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors(model TEXT NOT NULL, content_hash TEXT NOT NULL, vec BLOB NOT NULL, "
+            "PRIMARY KEY (model, content_hash)) WITHOUT ROWID"
+        )
+        db.executemany(
+            "INSERT INTO vectors VALUES ('m', ?, x'00')", [(full,), ("stray-key",), ("f" * 64,)]
+        )
+        db.execute("PRAGMA user_version = 11")
+        db.commit()
+    finally:
+        db.close()
+    with Context.load() as ctx:
+        freshness.sync(ctx, "all")
+        keys = sorted(r[0] for r in ctx.conn.execute("SELECT content_hash FROM vectors"))
+        assert keys == sorted([full[:HASH_CHARS], "f" * HASH_CHARS])
+        joined = ctx.conn.execute(
+            "SELECT count(*) FROM memories m JOIN vectors v ON v.content_hash = m.content_hash"
+        ).fetchone()[0]
+        assert joined == 1
+
+
+def test_the_reach_set_is_exactly_the_words_that_reach_a_member() -> None:
+    """``matched_groups`` looks only at words in ``_reach``: every inflection of every
+    member and phrase head, and any other word, is in it exactly when ``_lookup`` finds
+    something for it."""
+    ex = expansions.Expander((*expansions.GROUPS, ("pto", "vacation", "day off"), ("ci", "cis")))
+    heads = {w for g in ex.groups for m in g for w in expansions._words(m)}
+    words = {w + s for w in heads for s in ("", "s", "es", "ed", "d", "ing", "ies", "e")}
+    words |= {w + w[-1:] + s for w in heads for s in ("ed", "ing")} | {w[:-1] + "ies" for w in heads}
+    words |= {w[:-1] + "ing" for w in heads} | {"shipped", "caching", "rolled", "fizz", "ring", "sing"}
+    for word in sorted(words):
+        _, groups, phrases = ex._lookup(word)
+        assert (word in ex._reach) == bool(groups or phrases), word
