@@ -45,6 +45,11 @@ def _unusual() -> re.Pattern[str]:
     read (the CLI's fast path) parses no file."""
     return re.compile(_UNUSUAL_CLASS)
 _MISSING = object()
+# Whole ``key: value`` lines already read, with their scalar value: most lines of a store's
+# files are the same few ("status: active", "supersedes: null"), and a cold build reads
+# every file. Lists are not kept (a caller may change them); the memo is emptied when full.
+_SEEN: dict[str, tuple[str, Any]] = {}
+_SEEN_MAX = 4096
 
 
 def load(text: str) -> dict[str, Any] | None:
@@ -58,9 +63,17 @@ def load(text: str) -> dict[str, Any] | None:
         if not lines[i]:  # blank lines (the text starts and ends with one) say nothing
             i += 1
             continue
-        match = _LINE.match(lines[i])
-        if match is not None:
+        seen = _SEEN.get(lines[i])
+        match = _LINE.match(lines[i]) if seen is None else None
+        if seen is not None:
+            key, value = seen
+            i += 1
+        elif match is not None:
             key, value = match.group(1), _value(match.group(2))
+            if value is not _MISSING and not isinstance(value, list):
+                if len(_SEEN) >= _SEEN_MAX:
+                    _SEEN.clear()
+                _SEEN[lines[i]] = (key, value)
             i += 1
         else:
             match = _EMPTY.match(lines[i])
