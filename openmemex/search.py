@@ -4,7 +4,11 @@ as a bounded preference, explain."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from . import aliases, expansions, freshness
@@ -158,9 +162,10 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         from .embeddings import start
 
         pending = start(ctx, model, query, dirs, type, 2 * limit + 4)  # runs while the bm25 rounds do
-    round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
-    if explain:
-        result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
+    with _snapshot(ctx.conn):  # each round ranks, then looks its rows up: one view of the index for all
+        round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
+        if explain:
+            result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
     candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
     _literal_bonus(candidates, identifiers(query))
     near = pending() if pending is not None else None
@@ -218,30 +223,48 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
     first. Rank first, filter after (issue 11): FTS5 scores its matches in SQLite's top-k
     sorter with no join (a join, or FTS5's own ``ORDER BY rank``, costs about 1 µs more per
     match, and a common query matches half the store), then only the ranked rows are looked
-    up. The ranked list is long enough for the share of the index in scope; were too few
-    left after the filter, ranking again without a limit keeps the answer exact."""
+    up, in rank order. The ranked list is as long as the scope's share of the index needs;
+    where the filter does most of the work (a small scope, a type: no count says how rare)
+    or left too few, the ranked join is cheaper and gives the same answer."""
+    wanted = _ranked_length(ctx, dirs, overfetch)
+    if type is not None or wanted > _RANK_FIRST_MAX:
+        return _ranked_join(ctx, expression, dirs, type, overfetch)
     weights = ", ".join(str(w) for w in WEIGHTS)
-    ranked_sql = (f"SELECT rowid, bm25(memories_fts, {weights}) AS score FROM memories_fts "
-                  "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?")  # fmt: skip
-    wanted = _ranked_length(ctx, dirs, overfetch, type)
-    while True:
-        ranked = ctx.conn.execute(ranked_sql, (expression, wanted)).fetchall()
-        kept: list[tuple[sqlite3.Row, float]] = []
-        for start in range(0, len(ranked), _LOOKUP_CHUNK):  # in rank order: stop once enough are kept
-            kept += _visible(ctx, ranked[start : start + _LOOKUP_CHUNK], dirs, type)
-            if len(kept) >= overfetch:
-                return kept[:overfetch]
-        if len(ranked) < wanted or wanted < 0:
-            return kept
-        wanted = -1  # the filter left too few: rank every match
+    ranked = ctx.conn.execute(
+        f"SELECT rowid, bm25(memories_fts, {weights}) AS score FROM memories_fts "
+        "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+        (expression, wanted),
+    ).fetchall()
+    kept = _visible(ctx, ranked, dirs, type)
+    if len(kept) >= overfetch or len(ranked) < wanted:
+        return kept[:overfetch]
+    return _ranked_join(ctx, expression, dirs, type, overfetch)  # the filter left too few
 
 
-_LOOKUP_CHUNK = 500
+_RANK_FIRST_MAX = 1000  # ranked rows worth looking up one by one; past it the join's early stop wins
+
+
+def _ranked_join(ctx: Context, expression: str, dirs: list[str], type: str | None,
+                 overfetch: int) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
+    """FTS5's ``ORDER BY rank`` joined to the rows and filtered on the way: SQLite stops at
+    the ``overfetch``-th visible row, however few of the matches are in scope."""
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    type_clause = " AND m.type = ?" if type is not None else ""
+    rows = ctx.conn.execute(
+        f"SELECT m.*, memories_fts.rank AS rank FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND memories_fts.rank MATCH 'bm25({weights})' "
+        f"AND m.dir IN ({placeholders(dirs)}){type_clause} AND m.status NOT IN ('retracted', 'archived') "
+        f"ORDER BY memories_fts.rank LIMIT ?",
+        [expression, *dirs, *([type] if type is not None else []), overfetch],
+    ).fetchall()
+    return [(r, float(r["rank"])) for r in rows]
 
 
 def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
              type: str | None) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
     """The rows of ``ranked`` (rowid, bm25) in ``dirs``, of ``type``, not hidden: in rank order."""
+    if not ranked:
+        return []
     score = {int(r[0]): float(r[1]) for r in ranked}
     type_clause = " AND +type = ?" if type is not None else ""
     rows = ctx.conn.execute(
@@ -253,7 +276,24 @@ def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
     return [(r, score[int(r["rowid"])]) for r in rows]
 
 
-def _ranked_length(ctx: Context, dirs: list[str], overfetch: int, type: str | None) -> int:
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction around several statements (WAL: one snapshot, no lock taken),
+    so a row looked up after ranking is the version that was ranked."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")  # reads only: nothing to keep or lose
+
+
+def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> int:
     """How many ranked matches to look up so that, as the scope's share of the index
     goes, ``overfetch`` of them are usually in scope (``folder_state`` counts each
     folder's files: one tiny read)."""
@@ -261,8 +301,6 @@ def _ranked_length(ctx: Context, dirs: list[str], overfetch: int, type: str | No
     total = sum(counts.values())
     inside = sum(counts.get(d, 0) for d in dirs)
     share = inside / total if total and inside else 1.0
-    if type is not None:
-        share /= 4  # a type is a fraction of a scope; how large is not worth a count
     return max(2 * overfetch, int(1.5 * (overfetch + 8) / max(share, 0.001)))
 
 
@@ -396,46 +434,55 @@ def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
     return expansions.current().reached(asked, expansions.spell(row["expansions"]), text)
 
 
-_SCRATCH = "search_marks"
-
-
 def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     """FTS5's snippet and highlights for the hits shown, and only those (issue 11: in the
-    ranking query they cost a tokenisation of every ranked row). They are worked out in a
-    per-connection scratch FTS5 table with the index's tokenizer: the same text under the
-    same expression marks the same words, and nothing is ever committed to it."""
+    ranking query they cost a tokenisation of every ranked row; the index's FTS5 table
+    keeps no text to mark). The shown rows' FTS values go into a scratch FTS5 table with
+    the index's tokenizer, in an in-memory database of this thread's own: the same text
+    under the same expression marks the same words, and the index's connection writes
+    nothing (a read-only or ``query_only`` one, or one inside a transaction, is left as is)."""
     todo: dict[str, list[_Candidate]] = {}
     for cand in shown:
         if cand.lane != "vector" and cand.expression:
             todo.setdefault(cand.expression, []).append(cand)
     if not todo:
         return
-
-    conn = ctx.conn
+    scratch = _scratch()
     columns = ", ".join(FTS_COLUMNS)
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SCRATCH} USING fts5({columns}, tokenize='{TOKENIZE}')")
-    conn.execute("SAVEPOINT search_marks")
-    try:
-        for expression, cands in todo.items():
-            conn.executemany(
-                f"INSERT INTO temp.{_SCRATCH}(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
+    for expression, cands in todo.items():
+        scratch.execute("BEGIN")
+        try:
+            scratch.executemany(
+                f"INSERT INTO marks(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
                 [(int(c.row["rowid"]), *_fts_of(c.row)) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
-                for r in conn.execute(
-                    f"SELECT rowid, snippet({_SCRATCH}, 0, '[', ']', ' … ', 12), "
-                    f"highlight({_SCRATCH}, 1, '\x01', '\x02'), highlight({_SCRATCH}, 2, '\x01', '\x02') "
-                    f"FROM temp.{_SCRATCH} WHERE {_SCRATCH} MATCH ?",
+                for r in scratch.execute(
+                    "SELECT rowid, snippet(marks, 0, '[', ']', ' … ', 12), highlight(marks, 1, '\x01', '\x02'), "
+                    "highlight(marks, 2, '\x01', '\x02') FROM marks WHERE marks MATCH ?",
                     (expression,),
                 )
             }
-            for cand in cands:
-                cand.marks = found.get(int(cand.row["rowid"]), ("", "", ""))
-            conn.execute("ROLLBACK TO search_marks")  # empty again (cheaper than a DELETE, which re-tokenises)
-    finally:
-        conn.execute("ROLLBACK TO search_marks")
-        conn.execute("RELEASE search_marks")
+        finally:
+            scratch.execute("ROLLBACK")  # empty again (cheaper than a DELETE, which re-tokenises)
+        for cand in cands:
+            cand.marks = found.get(int(cand.row["rowid"]), ("", "", ""))
+
+
+_scratches = threading.local()
+
+
+def _scratch() -> sqlite3.Connection:
+    """This thread's in-memory database holding the empty ``marks`` FTS5 table (a forked
+    child makes its own: SQLite connections do not cross a fork)."""
+    held: tuple[int, sqlite3.Connection] | None = getattr(_scratches, "held", None)
+    if held is None or held[0] != os.getpid():
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(f"CREATE VIRTUAL TABLE marks USING fts5({', '.join(FTS_COLUMNS)}, tokenize='{TOKENIZE}')")
+        held = (os.getpid(), conn)
+        _scratches.held = held
+    return held[1]
 
 
 def _fts_of(row: sqlite3.Row) -> tuple[str, ...]:

@@ -199,3 +199,40 @@ def test_lane_overlapping_the_bm25_rounds_answers_as_one_thread_does(cli: Any, d
             assert os.read(read, 16) == b"ok" and status == 0
     finally:
         ctx.close()
+
+
+def test_lane_answers_inline_when_the_worker_is_gone_and_never_shares_uncommitted_rows(
+        cli: Any, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A search still running while the interpreter shuts down (an MCP call as the client
+    hangs up) cannot schedule work on the lane's worker: it computes in place. And the
+    vectors kept for every connection are never built by one inside a transaction, whose
+    uncommitted rows another connection would otherwise be shown."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    from openmemex import embeddings
+    from openmemex.context import Context
+    from openmemex.search import search
+
+    assert cli("add", "The kitten sleeps on the sofa all afternoon.", "--type", "fact").rc == 0
+    assert cli("add", "Our office cat naps on the couch near the window.", "--type", "decision").rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    with Context.load(Path.cwd()) as ctx:
+        expected = [(h.id, h.lane) for h in search(ctx, "cat nap couch", scope="both").hits]
+
+        class Closed:
+            def submit(self, *_args: object) -> object:
+                raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(embeddings, "_worker", Closed)
+            assert [(h.id, h.lane) for h in search(ctx, "cat nap couch", scope="both").hits] == expected
+
+    kitten = next(i for i, _ in expected if cli("show", i).out.count("kitten"))
+    with Context.load(Path.cwd()) as writer, Context.load(Path.cwd()) as reader:
+        writer.conn.execute("BEGIN IMMEDIATE")
+        writer.conn.execute("UPDATE memories SET type = 'decision' WHERE id = ?", (kitten,))
+        assert kitten in [h.id for h in search(writer, "kitten sofa", scope="both", type="decision").hits]
+        writer.conn.execute("ROLLBACK")
+        # another write brings the row counter back to where the rolled-back one had put it
+        reader.conn.execute("UPDATE memories SET importance = importance WHERE id != ?", (kitten,))
+        decisions = search(reader, "kitten sofa", scope="both", type="decision").hits
+        assert kitten not in [h.id for h in decisions] and all(h.type == "decision" for h in decisions)

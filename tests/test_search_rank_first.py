@@ -73,27 +73,59 @@ def test_ranked_then_filtered_equals_the_filtered_ranking(crowded: Context, scop
     assert got  # every case finds something
 
 
-@pytest.mark.parametrize("chunk", [500, 7, 1])
-def test_a_short_ranked_list_widens_until_the_answer_is_exact(crowded: Context, monkeypatch: pytest.MonkeyPatch,
-                                                               chunk: int) -> None:  # fmt: skip
-    """The ranked list's length is only an estimate: were it far too short (the scope's
-    rows all ranked below other folders'), ranking again must still give the exact top,
-    however the ranked rows are looked up in chunks."""
-    monkeypatch.setattr(search, "_ranked_length", lambda *_args: 3)
-    monkeypatch.setattr(search, "_LOOKUP_CHUNK", chunk)
-    dirs = [str(f.path) for f in crowded.folders("project")]
-    expression = search._expression("zeppelin")
-    got = [int(row["rowid"]) for row, _ in search._fetch(crowded, expression, dirs, None, 10)]
-    assert got == _oracle(crowded.conn, expression, dirs, None, 10)
-    assert len(got) == 10
+@pytest.mark.parametrize("length", [3, 100, 5000])
+def test_any_ranked_length_gives_the_exact_answer(crowded: Context, monkeypatch: pytest.MonkeyPatch,
+                                                  length: int) -> None:  # fmt: skip
+    """The ranked list's length is only an estimate from folder counts: far too short (the
+    scope's rows all ranked below other folders'), about right, or past the point where
+    the ranked join is used instead, the answer is the exact top."""
+    monkeypatch.setattr(search, "_ranked_length", lambda *_args: length)
+    for scope, type in (("project", None), ("personal", "decision"), ("both", None)):
+        dirs = [str(f.path) for f in crowded.folders(scope)]
+        expression = search._expression("zeppelin")
+        got = [int(row["rowid"]) for row, _ in search._fetch(crowded, expression, dirs, type, 10)]
+        assert got == _oracle(crowded.conn, expression, dirs, type, 10)
+        assert got
+
+
+def test_rows_are_looked_up_in_the_snapshot_they_were_ranked_in(crowded: Context,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Another connection rewrites a ranked memory between the ranking and the lookup: the
+    search still shows the version it ranked (one read transaction around both)."""
+    first = search.search(crowded, "zeppelin hangar", scope="personal", limit=1).hits[0]
+    other = Context.load(crowded.cwd)  # its own connection, as another process would have
+    real_visible = search._visible
+
+    def rewrite_then_look_up(*args: object, **kwargs: object) -> object:
+        other.conn.execute("UPDATE memories SET content = 'banana bread recipe' WHERE id = ?", (first.id,))
+        return real_visible(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "_visible", rewrite_then_look_up)
+    try:
+        again = search.search(crowded, "zeppelin hangar", scope="personal", limit=1).hits[0]
+    finally:
+        other.close()
+    assert again.id == first.id and "banana" not in again.snippet and "zeppelin" in again.snippet
+
+
+def test_marks_on_a_connection_that_may_not_write(crowded: Context) -> None:
+    expected = [(h.id, h.snippet, h.matched_via) for h in search.search(crowded, "zeppelin", scope="both").hits]
+    crowded.conn.execute("PRAGMA query_only = 1")
+    try:
+        got = [(h.id, h.snippet, h.matched_via) for h in search.search(crowded, "zeppelin", scope="both").hits]
+    finally:
+        crowded.conn.execute("PRAGMA query_only = 0")
+    assert got == expected and all("[zeppelin]" in snippet for _, snippet, _ in got)
 
 
 def test_only_in_scope_hits_and_their_snippets_are_marked(crowded: Context) -> None:
     result = search.search(crowded, "zeppelin", scope="project", limit=5)
     assert len(result.hits) == 5 and all(h.scope == "project" for h in result.hits)
     assert all("[zeppelin]" in h.snippet for h in result.hits)
-    # the scratch table the marks are made in keeps nothing between searches
-    assert crowded.conn.execute("SELECT count(*) FROM temp.search_marks").fetchone()[0] == 0
+    # the scratch table the marks are made in keeps nothing between searches, and the
+    # index's connection made none
+    assert search._scratch().execute("SELECT count(*) FROM marks").fetchone()[0] == 0
+    assert crowded.conn.execute("SELECT count(*) FROM temp.sqlite_schema").fetchone()[0] == 0
 
 
 def test_marks_inside_an_open_transaction_leave_it_alone(crowded: Context) -> None:

@@ -136,8 +136,9 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
 
     conn = ctx.conn
     key = _state(ctx, prov.name)
+    private = conn.in_transaction  # it may see rows it has not committed: never share them
     cached = _caches.get(prov.name)
-    if cached is not None and cached.key == key:
+    if cached is not None and cached.key == key and not private:
         return cached
     if refresh(ctx, prov):
         key = _state(ctx, prov.name)
@@ -153,7 +154,8 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
         else np.zeros((0, prov.dim), dtype=np.float32)  # fmt: skip
     cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
                    np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
-    _caches[prov.name] = cache
+    if not private:
+        _caches[prov.name] = cache
     return cache
 
 
@@ -182,7 +184,11 @@ def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | Non
     count = min(k, len(rowids))
     if count == 0:
         return lambda: []
-    wait: Pending = _worker().submit(_nearest, prov, query, rowids, columns, count).result
+    try:
+        wait: Pending = _worker().submit(_nearest, prov, query, rowids, columns, count).result
+    except RuntimeError:  # the interpreter is shutting down (a call still running as the server exits)
+        near = _nearest(prov, query, rowids, columns, count)
+        return lambda: near
     return wait
 
 
