@@ -164,10 +164,9 @@ def _reconcile_folder(
     for i, path_text in enumerate(changed):
         if show is not None:
             show(i + 1, len(changed))
-        path = Path(path_text)
         sig = on_disk[path_text]
         try:
-            memory = read_memory(path, folder.scope_key, keep_raw=False)
+            memory = read_memory(path_text, folder.scope_key, keep_raw=False)
         except FileNotFoundError:
             # deleted since the scan (a concurrent forget or submit): not a broken file;
             # its row goes now, and the stored fingerprint differs so the next read re-scans
@@ -188,7 +187,7 @@ def _reconcile_folder(
             stats.updated += 1
         else:
             stats.added += 1
-        rows.append(index.row_values(memory, folder, path, sig))
+        rows.append(index.row_values(memory, folder, sig))
         if len(rows) >= CHUNK_ROWS:
             # committed as it goes: a first read of a large store that gets killed (a hook's
             # timeout) keeps its progress, and the next run re-reads only the rest

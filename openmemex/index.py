@@ -267,13 +267,14 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[object, ...]:
-    """The index row of ``memory`` read from ``path`` (``ROW_COLUMNS``). The file name is
-    ``<id>.md`` (``memfile.read_memory`` refuses others), so the path is not stored."""
+def row_values(memory: Memory, folder: Folder, sig: Sig) -> tuple[object, ...]:
+    """The index row of ``memory``, read from ``<id>.md`` in ``folder`` (``ROW_COLUMNS``;
+    ``memfile.read_memory`` refuses other names, so the path is not stored)."""
     pair = [x for x in (memory.alias, memory.target) if x]  # D81: the pair is searchable like aliases
     codes, spelled = expansions.current().stored(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]))
     tags, aliases = ", ".join(memory.tags), ", ".join([*memory.aliases, *pair])
     grams = index_schema.grams(memory.body, tags, aliases)
+    created = parse_time(memory.created_at) or 0.0  # most files were never updated: parsed once
     return (
         memory.id, str(folder.path), folder.location, sig[0], sig[1], sig[2], sig[3], memory.scope,
         memory.scope_key, memory.visibility, memory.project_name, memory.type, memory.role,
@@ -281,7 +282,8 @@ def row_values(memory: Memory, folder: Folder, path: Path, sig: Sig) -> tuple[ob
         (memory.alias or "").strip() if memory.target else "",
         (memory.target or "").strip() if memory.alias else "",
         memory.body, int(bool(grams)), content_hash(memory.body), memory.supersedes, memory.superseded_by,
-        parse_time(memory.created_at) or 0.0, parse_time(memory.updated_at) or 0.0, spelled, grams,
+        created, created if memory.updated_at == memory.created_at else parse_time(memory.updated_at) or 0.0,
+        spelled, grams,
     )  # fmt: skip
 
 
@@ -409,7 +411,7 @@ def apply_changes(conn: sqlite3.Connection, written: list[tuple[Memory, Folder]]
         assert memory.path is not None
         st = os.lstat(memory.path)
         sig = stat_sig(st)
-        rows.append(row_values(memory, folder, memory.path, sig))
+        rows.append(row_values(memory, folder, sig))
         key = str(memory.path.parent)
         delta = deltas.setdefault(key, [0, 0])
         delta[0] += entry_hash(memory.path.name, sig, st.st_mode)

@@ -9,6 +9,7 @@ alias bomb explodes (notes/mcp-cli-frontmatter.md §4).
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -76,22 +77,29 @@ class RawFile:
     body: str  # the body as Memory sees it
 
 
-def read_memory(path: Path, default_scope_key: str | None = None, keep_raw: bool = True) -> Memory:
+def read_memory(path: Path | str, default_scope_key: str | None = None, keep_raw: bool = True) -> Memory:
     """Parse ``path``; raise MemoryFileError with a one-line reason when it is unusable.
-    ``keep_raw=False`` (indexing): no record of the file's lines, so no faithful rewrite."""
+    ``keep_raw=False`` (indexing): no record of the file's lines, so no faithful rewrite.
+    A ``str`` path (indexing's loop over a folder's ``*.md`` names) leaves the memory's
+    ``path`` None: making a Path is about 5 µs, a tenth of what a cold build spends a file."""
     try:
-        size = path.stat().st_size
+        with open(path, "rb") as fh:  # the open file's size: no second path lookup (issue 11)
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise MemoryFileError(
+                    f"file too large ({size / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit)"
+                )
+            data = fh.read()
     except FileNotFoundError:
         raise MemoryFileGone("the file was removed") from None
     except OSError as exc:
         raise MemoryFileError(f"cannot read: {exc.strerror}") from None
-    if size > MAX_FILE_BYTES:
-        raise MemoryFileError(f"file too large ({size / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit)")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise MemoryFileGone("the file was removed") from None
     memory = parse_memory(data, default_scope_key, keep_raw)
+    if isinstance(path, str):
+        name = os.path.basename(path)
+        if not name.endswith(".md") or memory.id != name[:-3]:
+            raise MemoryFileError(f"id {memory.id!r} does not match the file name {name!r}")
+        return memory
     if memory.id != path.stem:
         raise MemoryFileError(f"id {memory.id!r} does not match the file name {path.name!r}")
     memory.path = path
