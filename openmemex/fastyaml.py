@@ -47,7 +47,8 @@ def _unusual() -> re.Pattern[str]:
 _MISSING = object()
 # Whole ``key: value`` lines already read, with their scalar value: most lines of a store's
 # files are the same few ("status: active", "supersedes: null"), and a cold build reads
-# every file. Lists are not kept (a caller may change them); the memo is emptied when full.
+# every file. A list is kept as a tuple and handed out as a new list each time (a caller
+# may change it); the memo is emptied when full.
 _SEEN: dict[str, tuple[str, Any]] = {}
 _SEEN_MAX = 4096
 
@@ -67,13 +68,15 @@ def load(text: str) -> dict[str, Any] | None:
         match = _LINE.match(lines[i]) if seen is None else None
         if seen is not None:
             key, value = seen
+            if type(value) is tuple:
+                value = list(value)
             i += 1
         elif match is not None:
             key, value = match.group(1), _value(match.group(2))
-            if value is not _MISSING and not isinstance(value, list):
+            if value is not _MISSING:
                 if len(_SEEN) >= _SEEN_MAX:
                     _SEEN.clear()
-                _SEEN[lines[i]] = (key, value)
+                _SEEN[lines[i]] = (key, tuple(value) if type(value) is list else value)
             i += 1
         else:
             match = _EMPTY.match(lines[i])

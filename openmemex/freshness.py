@@ -226,7 +226,8 @@ def _store_rows(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> Non
     """Upsert read files' rows; a file that reads again is no longer quarantined."""
     with index.transaction(conn):
         index.write_rows(conn, rows)
-        conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(index.row_path(r),) for r in rows])
+        if conn.execute("SELECT 1 FROM quarantine LIMIT 1").fetchone():  # a rebuild's is empty: no 10k deletes
+            conn.executemany("DELETE FROM quarantine WHERE file_path = ?", [(index.row_path(r),) for r in rows])
 
 
 def _log_sync(conn: sqlite3.Connection, key: str, kind: str, stats: SyncStats) -> None:

@@ -9,6 +9,7 @@ files before a read is ``freshness``; the per-folder checksum that makes that ch
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import sqlite3
 import sys
@@ -42,6 +43,7 @@ _AT = {c: i for i, c in enumerate(ROW_COLUMNS)}
 _ID, _DIR, _STORED = _AT["id"], _AT["dir"], len(ROW_COLUMNS)
 # where each FTS column's value is in a row_values row (the last two are not stored)
 _FTS_AT = tuple(_STORED if c == "expansions" else _STORED + 1 if c == "cjk" else _AT[c] for c in index_schema.FTS_COLUMNS)
+_FTS_PICK = operator.itemgetter(0, *(1 + at for at in _FTS_AT))  # (rowid, *FTS values) of a (rowid, *row)
 _INSERT = f"INSERT INTO memories(rowid, {', '.join(ROW_COLUMNS)}) VALUES (?{', ?' * len(ROW_COLUMNS)})"
 _FTS = ", ".join(index_schema.FTS_COLUMNS)
 _FTS_MARKS = ", ?" * len(index_schema.FTS_COLUMNS)
@@ -376,7 +378,7 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
         raise sqlite3.DatabaseError(f"database disk image is malformed ({exc})") from None
     # Every FTS value is what fts_values derives from the stored row, so what a delete sends
     # later is what was indexed now (tests/test_index_derived.py holds it to that).
-    conn.executemany(_FTS_INSERT, [(r[0], *(r[1 + at] for at in _FTS_AT)) for r in full])
+    conn.executemany(_FTS_INSERT, map(_FTS_PICK, full))
     _count(conn, len(rows) + len(old))
 
 

@@ -152,6 +152,8 @@ def conflict_marker_line(body: str) -> int | None:
     own, in that order, outside code fences), or None. Such a file is mid-merge: reading it
     as a memory would show both sides as one text, and a write would bake them in. The
     write path refuses the same text, so reader and writer never disagree (issue 6)."""
+    if "<<<<<<<" not in body:  # no start marker, no conflict: most bodies are one scan
+        return None
     start: int | None = None
     middle = False
     fenced = False

@@ -7,6 +7,7 @@ overlapping bigrams in its own column and queried with bigrams (design §7).
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 from collections.abc import Iterable
 
@@ -75,7 +76,7 @@ def cjk_grams(text: str) -> list[str]:
     bigrams: list[str] = []
     for run in CJK_RUN.findall(text):
         unigrams.extend(run)
-        bigrams.extend(run[i : i + 2] for i in range(len(run) - 1))
+        bigrams.extend(map(operator.add, run, run[1:]))  # each character and the next
     return unigrams + bigrams
 
 

@@ -184,3 +184,13 @@ def test_the_reach_set_is_exactly_the_words_that_reach_a_member() -> None:
     for word in sorted(words):
         _, groups, phrases = ex._lookup(word)
         assert (word in ex._reach) == bool(groups or phrases), word
+
+
+def test_words_split_in_c_are_the_patterns_words() -> None:
+    """``expansions._words`` splits by a byte table instead of the regex: the same words,
+    for ASCII, Chinese, "+"/"#" runs, case folds that leave ASCII and lone surrogates."""
+    rng = random.Random(80)
+    alphabet = "aZ09+#- .,_/\n\té中İK\u212a\ud800"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        assert expansions._words(text) == expansions._WORD.findall(text.lower()), repr(text)
