@@ -199,9 +199,10 @@ class Expander:
         self._reach = frozenset(w for k in keys for w in _inflections(k) if any(f in keys for f in _forms(w)))
         self._heads = frozenset(w for w in self._reach if any(f in self._phrases for f in _forms(w)))
 
-    def matched_groups(self, text: str) -> list[int]:
+    def matched_groups(self, text: str, has_cjk: bool | None = None) -> list[int]:
         """Groups with a member in ``text``, in order of first appearance (what indexing
-        needs, once per memory: ``matched_members`` without naming the members)."""
+        needs, once per memory: ``matched_members`` without naming the members).
+        ``has_cjk``: whether ``text`` has CJK characters, when the caller knows."""
         found: dict[int, None] = {}
         words = _words(text)
         reach = self._reach  # most words reach nothing: one set lookup each, in C
@@ -220,7 +221,7 @@ class Expander:
                         i + k < len(words) and phrase[k] in _forms(words[i + k]) for k in range(1, len(phrase))
                     ):
                         found[gi] = None
-        if self._cjk and CJK_RUN.search(text):
+        if self._cjk and (CJK_RUN.search(text) is not None if has_cjk is None else has_cjk):
             # only the members whose first character the text has, in the map's order
             first = self._cjk_by_first
             for at in sorted(at for c in set(text).intersection(first) for at in first[c]):
@@ -275,10 +276,10 @@ class Expander:
         the ``expansions`` column of a memory, and what a query asks that column for."""
         return [self._tokens[gi] for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
 
-    def stored(self, text: str) -> tuple[str, str]:
+    def stored(self, text: str, has_cjk: bool | None = None) -> tuple[str, str]:
         """The ``expansions`` column of a memory as stored (``compact``) and as indexed
         (the spelled tokens), worked out once."""
-        found = self.matched_groups(text)[:MAX_EXPANSIONS]
+        found = self.matched_groups(text, has_cjk)[:MAX_EXPANSIONS]
         return " ".join([self._codes[gi] for gi in found]), " ".join([self._tokens[gi] for gi in found])
 
     def reached(self, asked: dict[int, list[str]], column: str, memory_text: str) -> list[str]:

@@ -59,31 +59,34 @@ def load(text: str) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     lines = text.split("\n")
+    count = len(lines)
+    remembered = _SEEN.get
     i = 0
-    while i < len(lines):
-        if not lines[i]:  # blank lines (the text starts and ends with one) say nothing
-            i += 1
+    while i < count:
+        line = lines[i]
+        i += 1
+        if not line:  # blank lines (the text starts and ends with one) say nothing
             continue
-        seen = _SEEN.get(lines[i])
-        match = _LINE.match(lines[i]) if seen is None else None
-        if seen is not None:
+        seen = remembered(line)
+        if seen is not None:  # a remembered key is never one of _SPECIAL_WORDS (checked below)
             key, value = seen
-            if type(value) is tuple:
-                value = list(value)
-            i += 1
-        elif match is not None:
+            if key in out:
+                return None
+            out[key] = list(value) if type(value) is tuple else value
+            continue
+        match = _LINE.match(line)
+        if match is not None:
             key, value = match.group(1), _value(match.group(2))
-            if value is not _MISSING:
+            if value is not _MISSING and key.lower() not in _SPECIAL_WORDS:
                 if len(_SEEN) >= _SEEN_MAX:
                     _SEEN.clear()
-                _SEEN[lines[i]] = (key, tuple(value) if type(value) is list else value)
-            i += 1
+                _SEEN[line] = (key, tuple(value) if type(value) is list else value)
         else:
-            match = _EMPTY.match(lines[i])
+            match = _EMPTY.match(line)
             if match is None:
                 return None
             key = match.group(1)
-            value, i = _mappings(lines, i + 1)
+            value, i = _mappings(lines, i)
         if value is _MISSING or key in out or key.lower() in _SPECIAL_WORDS:
             return None
         out[key] = value

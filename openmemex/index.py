@@ -273,9 +273,9 @@ def row_values(memory: Memory, folder: Folder, sig: Sig) -> tuple[object, ...]:
     """The index row of ``memory``, read from ``<id>.md`` in ``folder`` (``ROW_COLUMNS``;
     ``memfile.read_memory`` refuses other names, so the path is not stored)."""
     pair = [x for x in (memory.alias, memory.target) if x]  # D81: the pair is searchable like aliases
-    codes, spelled = expansions.current().stored(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]))
     tags, aliases = ", ".join(memory.tags), ", ".join([*memory.aliases, *pair])
-    grams = index_schema.grams(memory.body, tags, aliases)
+    grams = index_schema.grams(memory.body, tags, aliases)  # none: the same text has no CJK to look for
+    codes, spelled = expansions.current().stored(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]), bool(grams))
     created = parse_time(memory.created_at) or 0.0  # most files were never updated: parsed once
     return (
         memory.id, str(folder.path), folder.location, sig[0], sig[1], sig[2], sig[3], memory.scope,

@@ -194,3 +194,17 @@ def test_words_split_in_c_are_the_patterns_words() -> None:
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
         assert expansions._words(text) == expansions._WORD.findall(text.lower()), repr(text)
+
+
+def test_indexing_tells_the_lookup_whether_there_is_cjk_and_it_agrees() -> None:
+    """row_values passes ``bool(grams)`` so the lookup does not search the text for CJK a
+    second time: the answer is the one it would find itself."""
+    rng = random.Random(83)
+    pieces = ["部署", "发布", "deploy", "the cache", "缓存", "rate limit", "回滚", "logs", " ", "，"]
+    ex = expansions.BUILTIN
+    for _ in range(3000):
+        body = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        tags = [rng.choice(pieces) for _ in range(rng.randint(0, 2))]
+        grams = index_schema.grams(body, ", ".join(tags), "")
+        text = " ".join([body, *tags])
+        assert ex.stored(text, bool(grams)) == ex.stored(text), text
