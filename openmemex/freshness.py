@@ -252,6 +252,8 @@ def rebuild(
 
 
 def _checkpoint(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.OperationalError):  # busy: another writer; trimmed later
+        index.trim(conn)
     with contextlib.suppress(sqlite3.OperationalError):  # a reader holds the WAL: trimmed later
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

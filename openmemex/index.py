@@ -182,6 +182,8 @@ def _connect(db_path: Path) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only: rows of ~1.5 KB waste less
+            # a new file only: pages a rebuild or FTS5's merges free can be given back (trim)
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA journal_size_limit = 67108864")  # keep the WAL from staying index-sized
@@ -210,6 +212,17 @@ def busy_error(exc: sqlite3.OperationalError) -> Exception:
             "(`open-memex where`)"
         )
     return exc
+
+
+def trim(conn: sqlite3.Connection) -> None:
+    """Give the file's free pages back to the file system (a rebuild drops every table, and
+    FTS5's merges free pages: ~0.8 MB of a 10k store's 20 MB). Only for a file made with
+    ``auto_vacuum = INCREMENTAL`` (from schema 12 on); a no-op for others, and inside a
+    transaction (executescript would commit it)."""
+    if conn.in_transaction:
+        return
+    # executescript steps the pragma to the end; execute() stops after one step: one page
+    conn.executescript("PRAGMA incremental_vacuum;")
 
 
 def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:

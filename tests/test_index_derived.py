@@ -208,3 +208,19 @@ def test_indexing_tells_the_lookup_whether_there_is_cjk_and_it_agrees() -> None:
         grams = index_schema.grams(body, ", ".join(tags), "")
         text = " ".join([body, *tags])
         assert ex.stored(text, bool(grams)) == ex.stored(text), text
+
+
+def test_a_rebuild_gives_its_free_pages_back(cli: Any, data_root: Path) -> None:
+    """A new index file trims (auto_vacuum = INCREMENTAL): what a reindex dropped does not
+    stay in the file as free pages."""
+    ids = [_add(cli, f"memory number {i} about the trimmed index {'padding ' * 60}", "--scope", "personal")
+           for i in range(40)]  # fmt: skip
+    for memory_id in ids[5:]:  # gone by hand: the rebuilt index is an eighth of the old one
+        (data_root / "memories" / "personal" / f"{memory_id}.md").unlink()
+    assert cli("reindex").rc == 0
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+        assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    finally:
+        db.close()
