@@ -246,7 +246,9 @@ def rebuild(
     folder_list = list(folders)
     with index.transaction(conn):
         index.create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS deletes
+        index.fts_automerge(conn, 0)  # merged once the build is done, by its last flush
         stats = reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
+        index.fts_automerge(conn, index.FTS_AUTOMERGE)  # in the same transaction: never left off
     _checkpoint(conn)
     return stats
 

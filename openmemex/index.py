@@ -214,6 +214,17 @@ def busy_error(exc: sqlite3.OperationalError) -> Exception:
     return exc
 
 
+FTS_AUTOMERGE = 4  # FTS5's default 'automerge' (sqlite.org/fts5.html, 6.1)
+
+
+def fts_automerge(conn: sqlite3.Connection, segments: int) -> None:
+    """FTS5's documented 'automerge' option (stored in the table, transactional). Off while a
+    rebuild inserts every row: FTS5 then merges its segments only when a level holds 16
+    ('crisismerge'), not a little after every flush — 20 % of the FTS inserts' time at 100k
+    memories, and a bare MATCH over the result measured the same (57.5 ms at 100k)."""
+    conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('automerge', ?)", (segments,))
+
+
 def trim(conn: sqlite3.Connection) -> None:
     """Give the file's free pages back to the file system (a rebuild drops every table, and
     FTS5's merges free pages: ~0.8 MB of a 10k store's 20 MB). Only for a file made with

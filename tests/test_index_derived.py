@@ -224,3 +224,16 @@ def test_a_rebuild_gives_its_free_pages_back(cli: Any, data_root: Path) -> None:
         assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     finally:
         db.close()
+
+
+def test_a_rebuild_leaves_fts_merging_as_it_found_it(cli: Any, data_root: Path) -> None:
+    """A rebuild turns FTS5's automerge off while it inserts, and back on in the same
+    transaction: later writes merge as usual, and the index checks out."""
+    for i in range(12):
+        _add(cli, f"automerge note {i} with words to index", "--scope", "personal")
+    assert cli("reindex").rc == 0
+    with Context.load() as ctx:
+        setting = ctx.conn.execute("SELECT v FROM memories_fts_config WHERE k = 'automerge'").fetchone()
+        assert setting is not None and int(setting[0]) == 4
+        ctx.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+        assert ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'automerge'").fetchone()[0] == 12
