@@ -170,7 +170,7 @@ class Expander:
     _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict)
     _cjk: list[tuple[str, int]] = field(default_factory=list)
     _tokens: list[str] = field(default_factory=list)
-    _codes: list[str] = field(default_factory=list)
+    _codes: list[bytes] = field(default_factory=list)
     _reach: frozenset[str] = frozenset()  # the words that reach a member word or start a phrase
     _heads: frozenset[str] = frozenset()  # the words of _reach that may start a phrase
     _cjk_by_first: dict[str, list[int]] = field(default_factory=dict)  # first character → places in _cjk
@@ -276,11 +276,11 @@ class Expander:
         the ``expansions`` column of a memory, and what a query asks that column for."""
         return [self._tokens[gi] for gi in self.matched_groups(text)[:MAX_EXPANSIONS]]
 
-    def stored(self, text: str, has_cjk: bool | None = None) -> tuple[str, str]:
+    def stored(self, text: str, has_cjk: bool | None = None) -> tuple[bytes, str]:
         """The ``expansions`` column of a memory as stored (``compact``) and as indexed
         (the spelled tokens), worked out once."""
         found = self.matched_groups(text, has_cjk)[:MAX_EXPANSIONS]
-        return " ".join([self._codes[gi] for gi in found]), " ".join([self._tokens[gi] for gi in found])
+        return b"".join([self._codes[gi] for gi in found]), " ".join([self._tokens[gi] for gi in found])
 
     def reached(self, asked: dict[int, list[str]], column: str, memory_text: str) -> list[str]:
         """The query's own words that found a memory through a concept it does not put in
@@ -310,35 +310,31 @@ def token(group: Sequence[str]) -> str:
     return f"{TOKEN}{int.from_bytes(digest[:5], 'big')}"
 
 
-_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+CODE_BYTES = 5  # a token's number is 40 bits (``token``)
 
 
-@functools.lru_cache(maxsize=4096)
-def _code(word: str) -> str:
-    n = int(word.removeprefix(TOKEN))
-    out = ""
-    while True:
-        n, r = divmod(n, 36)
-        out = _DIGITS[r] + out
-        if not n:
-            return out
-
-
-def compact(tokens: str) -> str:
+def compact(tokens: str) -> bytes:
     """Spelled concept tokens (``omxg516778669907 …``) as stored in the index's row: each
-    token's number in base 36 (``6l0kvz4j …``), half the bytes. ``spell`` is its inverse:
-    the number has no leading zeros either way, so the two are exact."""
-    return " ".join([_code(w) for w in tokens.split()])
+    token's number in 5 bytes, big-endian (a third of the spelled bytes). ``spell`` is its
+    inverse: the numbers are below 2**40 and have no leading zeros spelled, so both are exact."""
+    return b"".join([int(w.removeprefix(TOKEN)).to_bytes(CODE_BYTES, "big") for w in tokens.split()])
 
 
-@functools.lru_cache(maxsize=4096)
-def _spelled(code: str) -> str:
-    return f"{TOKEN}{int(code, 36)}"
+_SPELLED: dict[bytes, str] = {}
 
 
-def spell(codes: str) -> str:
+def spell(codes: bytes) -> str:
     """The stored ``expansions`` column as FTS5 indexes it and a query asks for it."""
-    return " ".join([_spelled(c) for c in codes.split()])
+    out = []
+    for at in range(0, len(codes), CODE_BYTES):
+        code = codes[at : at + CODE_BYTES]
+        word = _SPELLED.get(code)
+        if word is None:
+            if len(code) != CODE_BYTES:
+                raise ValueError(f"not a concept token code: {codes!r}")
+            word = _SPELLED[code] = f"{TOKEN}{int.from_bytes(code, 'big')}"
+        out.append(word)
+    return " ".join(out)
 
 
 def _note(found: dict[int, list[str]], gi: int, member: str) -> None:

@@ -9,8 +9,8 @@ what the FTS5 table needs and readers do not is not stored twice:
   and bigrams (a third of the corpus's size where a fifth of it is Chinese) are indexed but
   not stored. Search reads rows only for the few dozen ranked hits and makes the grams for
   the shown ones (``fts_values``), so a query no longer pays for them.
-- ``expansions`` holds each D80 concept token's number in base 36 (``expansions.compact``):
-  half the bytes of the spelled tokens that are indexed and queried.
+- ``expansions`` holds each D80 concept token's number in 5 bytes (``expansions.compact``):
+  a third of the bytes of the spelled tokens that are indexed and queried.
 
 ``memories_fts`` is contentless: its values come from Python, the row's text is stored once,
 in ``memories``. An FTS5 delete must be sent the very values its row was inserted with, so
@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from . import expansions
 from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 12  # 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 13  # 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -76,7 +76,7 @@ CREATE TABLE memories(
   source TEXT NOT NULL,
   tags TEXT NOT NULL,
   aliases TEXT NOT NULL,
-  expansions TEXT NOT NULL DEFAULT '',
+  expansions BLOB NOT NULL DEFAULT x'',
   cjk_expansions TEXT NOT NULL DEFAULT '',
   alias TEXT NOT NULL DEFAULT '',
   target TEXT NOT NULL DEFAULT '',
@@ -147,7 +147,7 @@ def grams(content: str, tags: str, aliases: str) -> str:
     return cjk_index_text(f"{content} {tags} {aliases}")
 
 
-def fts_values(content: str, tags: str, aliases: str, codes: str, type: str, cjk_expansions: str) -> tuple[str, ...]:
+def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, cjk_expansions: str) -> tuple[str, ...]:
     """A row's ``FTS_COLUMNS`` from its stored columns: what it was indexed with, so what
     its FTS delete sends, and what search's snippet table is given."""
     return (content, tags, aliases, expansions.spell(codes), type, grams(content, tags, aliases), cjk_expansions)
