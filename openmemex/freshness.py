@@ -16,7 +16,7 @@ from pathlib import Path
 from . import index, store
 from .context import Context
 from .errors import MemexError, StoreBusyError
-from .fingerprint import SIG_COLUMNS, Sig, folder_checksum, stat_sig
+from .fingerprint import MASK, SIG_COLUMNS, Sig, entry_hash, folder_checksum, stat_sig
 from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
@@ -51,43 +51,53 @@ def sync_folders(ctx: Context, folders: list[Folder], kind: str = "request") -> 
     raise AssertionError("unreachable")
 
 
-def _scan(folder: Path, only: set[str] | None = None) -> tuple[dict[str, Sig], dict[str, str]]:
+def _scan(folder: Path, only: set[str] | None = None) -> tuple[dict[str, Sig], dict[str, str], tuple[int, int]]:
     """Regular ``*.md`` files by stat; symlinks and other oddities go to ``odd``. With
-    ``only`` (file paths a watcher reported), just those are looked at."""
+    ``only`` (file paths a watcher reported), just those are looked at. Also the folder's
+    checksum (``fingerprint.folder_checksum``) from the same stats, for a folder scanned
+    in full: a first build needs no separate pass to take it."""
     found: dict[str, Sig] = {}
     odd: dict[str, str] = {}
     if only is not None:
         for path_text in only:
             _classify(path_text, os.path.basename(path_text), None, found, odd)
-        return found, odd
+        return found, odd, (0, 0)
     try:
         entries = os.scandir(folder)
     except (FileNotFoundError, NotADirectoryError):
-        return found, odd
+        return found, odd, (0, 0)
+    total = count = 0
     with entries:
         for entry in entries:
-            _classify(entry.path, entry.name, entry, found, odd)
-    return found, odd
+            st = _classify(entry.path, entry.name, entry, found, odd)
+            if st is not None:
+                total += entry_hash(entry.name, stat_sig(st), st.st_mode)
+                count += 1
+    return found, odd, (total & MASK, count)
 
 
 def _classify(path_text: str, name: str, entry: os.DirEntry[str] | None,
-              found: dict[str, Sig], odd: dict[str, str]) -> None:  # fmt: skip
+              found: dict[str, Sig], odd: dict[str, str]) -> os.stat_result | None:  # fmt: skip
+    """Sorts one entry; returns its lstat when it is one the folder's checksum counts."""
     if not name.endswith(".md") or name.startswith("."):
-        return
-    if undecodable_at(name) is not None:  # git allows any bytes in a name; SQLite text does not
-        shown = path_text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        odd[shown] = "the file name is not valid UTF-8 — rename it (memory files are named <id>.md)"
-        return
+        return None
     try:
         st = entry.stat(follow_symlinks=False) if entry is not None else os.lstat(path_text)
     except OSError:
-        return
+        st = None
+    if undecodable_at(name) is not None:  # git allows any bytes in a name; SQLite text does not
+        shown = path_text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        odd[shown] = "the file name is not valid UTF-8 — rename it (memory files are named <id>.md)"
+        return st
+    if st is None:
+        return None
     if stat.S_ISLNK(st.st_mode):
         odd[path_text] = "symlink not followed (memory files must be regular files)"
     elif not stat.S_ISREG(st.st_mode):
         odd[path_text] = "not a regular file"
     else:
         found[path_text] = stat_sig(st)
+    return st
 
 
 def reconcile(
@@ -120,13 +130,17 @@ def _reconcile_folder(
     stats = SyncStats()
     key = str(folder.path)
     seen = (0, 0)
+    first = False  # no fingerprint yet (a new index, a rebuild): the scan's stats make it
     if only is None:
-        seen = folder_checksum(folder.path)
-        if index.stored_fingerprint(conn, key) == seen:
-            stats.scanned = seen[1]
-            if kind != "request":
-                _log_sync(conn, key, kind, stats)
-            return stats
+        stored = index.stored_fingerprint(conn, key)
+        first = stored is None
+        if not first:
+            seen = folder_checksum(folder.path)
+            if stored == seen:
+                stats.scanned = seen[1]
+                if kind != "request":
+                    _log_sync(conn, key, kind, stats)
+                return stats
     # Rows first, then the scan: a file another process writes and indexes in between is
     # then "new" (re-read, harmless), never "gone" (its row deleted).
     plain = conn.cursor()
@@ -143,7 +157,9 @@ def _reconcile_folder(
     if only is not None:
         known = {p: sig for p, sig in known.items() if p in only}
         held = {p: sig for p, sig in held.items() if p in only}
-    on_disk, odd = _scan(folder.path) if only is None else _scan(folder.path, only)
+    on_disk, odd, scanned = _scan(folder.path) if only is None else _scan(folder.path, only)
+    if first:
+        seen = scanned
     stats.scanned = len(on_disk)
     # in name order: rowids (which break bm25 ties) then follow the ids, on any file system
     changed = sorted(p for p, sig in on_disk.items() if known.get(p) != sig and held.get(p) != sig)

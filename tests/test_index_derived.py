@@ -239,3 +239,25 @@ def test_a_rebuild_leaves_fts_merging_as_it_found_it(cli: Any, data_root: Path) 
         assert setting is not None and int(setting[0]) == 4
         ctx.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
         assert ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'automerge'").fetchone()[0] == 12
+
+
+def test_a_first_build_stores_the_fingerprint_the_next_read_computes(cli: Any, data_root: Path) -> None:
+    """A folder without a stored fingerprint takes it from the scan's own stats (no second
+    pass): it must be the checksum ``folder_checksum`` gives, odd entries included, or
+    every next read would compare rows again."""
+    from openmemex import fingerprint, index
+
+    for i in range(5):
+        _add(cli, f"fingerprint note {i}", "--scope", "personal")
+    folder = data_root / "memories" / "personal"
+    (folder / "linked.md").symlink_to(next(folder.glob("*.md")))
+    (folder / "a-folder.md").mkdir()
+    (folder / "notes.txt").write_text("not a memory")
+    paths.index_path(data_root).unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{paths.index_path(data_root)}{suffix}").unlink(missing_ok=True)
+    with Context.load() as ctx:
+        freshness.sync(ctx, "personal")
+        stored = index.stored_fingerprint(ctx.conn, str(folder))
+    assert stored == fingerprint.folder_checksum(folder)
+    assert stored is not None and stored[1] == 7
