@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from . import index, paths, store
 from .config import Config, load_config
-from .errors import IndexDamaged, MemexError, UsageError
+from .errors import IndexDamaged, IndexReplaced, MemexError, UsageError
 from .index import Folder, Warn, warn_stderr
 from .locks import scope_lock
 from .model import PERSONAL_KEY, RESERVED_SCOPES
@@ -146,6 +146,14 @@ class Context:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:  # fmt: skip
+        if isinstance(exc, IndexReplaced):
+            self.close()
+            if self.wrote or store.changes() != self._changes_at:  # as below: never repeat a change
+                raise MemexError(
+                    "the change was saved, but another open-memex rebuilt the index meanwhile "
+                    "— check the result with `open-memex list`"
+                ) from exc
+            return  # the surfaces run the command once more, on a fresh connection
         if exc is not None and index.is_corrupt(exc):
             self.recover_index()
             self.close()

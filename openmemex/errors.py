@@ -43,6 +43,11 @@ class IndexDamaged(MemexError):
     Surfaces run the command once more; nothing had been written when this is raised."""
 
 
+class IndexReplaced(IndexDamaged):
+    """Another open-memex rebuilt the index (another version or other text rules) after
+    this connection opened: nothing was written to it; run the command again."""
+
+
 def repository_refused(exc: BaseException) -> str | None:
     """libgit2 refusing the repository's state (corrupt HEAD, locked refs, …): the user's
     to fix, so every surface answers with one line instead of a crash report."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import expansions, index_schema
-from .errors import MemexError, StoreBusyError
+from .errors import IndexReplaced, MemexError, StoreBusyError
 from .fingerprint import FILE_MODE, FORMULA, MASK, SIG_COLUMNS, Sig, entry_hash, stat_sig
 from .ids import parse_time
 from .model import Memory
@@ -256,10 +256,16 @@ def epoch(conn: sqlite3.Connection) -> str:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+def transaction(conn: sqlite3.Connection, check: bool = True) -> Iterator[None]:
     """BEGIN IMMEDIATE: take the write lock up front so busy_timeout applies (a deferred
     transaction that upgrades later fails at once with SQLITE_BUSY). Inside an open
-    transaction (``rebuild``) it adds nothing: the outer one commits or rolls back."""
+    transaction (``rebuild``) it adds nothing: the outer one commits or rolls back.
+
+    Once the lock is held, the index must still be the layout this process writes: another
+    open-memex (another version, or other text rules) may have rebuilt it since this
+    connection opened, and a contentless FTS5 row can only be deleted with the values it
+    was inserted with. Then nothing is written and the command runs again on a fresh
+    connection (``IndexReplaced``), which takes the index as it finds it."""
     if conn.in_transaction:
         yield
         return
@@ -267,6 +273,10 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
         raise busy_error(exc) from None
+    if check and not (index_schema.is_current(conn) and index_schema.rules_match(conn)):
+        _rollback(conn)
+        raise IndexReplaced("the index was rebuilt by another open-memex while this command ran; nothing was "
+                           "written — run it again")  # fmt: skip
     try:
         yield
     except sqlite3.OperationalError as exc:

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from . import expansions
 from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 13  # 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 14  # 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -76,12 +76,12 @@ CREATE TABLE memories(
   source TEXT NOT NULL,
   tags TEXT NOT NULL,
   aliases TEXT NOT NULL,
-  expansions BLOB NOT NULL DEFAULT x'',
+  expansions BLOB NOT NULL DEFAULT x'' CHECK (typeof(expansions) = 'blob'),
   cjk_expansions TEXT NOT NULL DEFAULT '',
   alias TEXT NOT NULL DEFAULT '',
   target TEXT NOT NULL DEFAULT '',
   content TEXT NOT NULL,
-  cjk INTEGER NOT NULL,
+  cjk INTEGER NOT NULL CHECK (cjk IN (0, 1)),
   content_hash TEXT NOT NULL,
   supersedes TEXT,
   superseded_by TEXT,
@@ -100,6 +100,9 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
   content='',
   tokenize='{TOKENIZE}'
 );
+CREATE TRIGGER memories_bd BEFORE DELETE ON memories BEGIN
+  SELECT memex_spell(x'');
+END;
 CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
   UPDATE index_info SET value = value + 1 WHERE key = 'rows';
 END;
@@ -194,7 +197,7 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
     """Drop every table (but ``KEPT_TABLES``) and create the current schema, empty."""
     from .index import transaction
 
-    with transaction(conn):
+    with transaction(conn, check=False):
         if not force and is_current(conn) and rules_match(conn):
             return  # another process won the race
         names = [
