@@ -48,9 +48,11 @@ _MISSING = object()
 # Whole ``key: value`` lines already read, with their scalar value: most lines of a store's
 # files are the same few ("status: active", "supersedes: null"), and a cold build reads
 # every file. A list is kept as a tuple and handed out as a new list each time (a caller
-# may change it); the memo is emptied when full.
+# may change it); the memo is emptied when full, and long lines (a title, a unique hash)
+# are never kept, so a long-lived server holds at most _SEEN_MAX short lines.
 _SEEN: dict[str, tuple[str, Any]] = {}
 _SEEN_MAX = 4096
+_SEEN_LINE_MAX = 200
 
 
 def load(text: str) -> dict[str, Any] | None:
@@ -77,7 +79,7 @@ def load(text: str) -> dict[str, Any] | None:
         match = _LINE.match(line)
         if match is not None:
             key, value = match.group(1), _value(match.group(2))
-            if value is not _MISSING and key.lower() not in _SPECIAL_WORDS:
+            if value is not _MISSING and key.lower() not in _SPECIAL_WORDS and len(line) <= _SEEN_LINE_MAX:
                 if len(_SEEN) >= _SEEN_MAX:
                     _SEEN.clear()
                 _SEEN[line] = (key, tuple(value) if type(value) is list else value)

@@ -36,3 +36,12 @@ def test_the_memo_stays_bounded() -> None:
     for i in range(fastyaml._SEEN_MAX + 10):
         assert fastyaml.load(f"k{i}: v\n") == {f"k{i}": "v"}
     assert len(fastyaml._SEEN) <= fastyaml._SEEN_MAX
+
+
+def test_long_lines_are_read_but_never_remembered() -> None:
+    """A file's unique long lines (a title, a hash) would make the memo hold up to
+    _SEEN_MAX × their length in a long-lived server: they are parsed, not kept."""
+    fastyaml._SEEN.clear()
+    long = "x" * (fastyaml._SEEN_LINE_MAX + 1)
+    assert fastyaml.load(f"title: {long}\nstatus: active\n") == {"title": long, "status": "active"}
+    assert list(fastyaml._SEEN) == ["status: active"]
