@@ -27,7 +27,7 @@ from .errors import MemexError, UsageError
 from .index import Folder, placeholders
 from .memfile import MemoryFileError, parse_memory
 from .model import PERSONAL_KEY, Memory
-from .text import content_hash
+from .text import normalize_ws
 from .write import clean, clean_all, exact_duplicate
 
 CHUNK = 500  # memories decided and written per hold of the scope's lock
@@ -78,7 +78,7 @@ def import_bundle(ctx: Context, path: Path, dry_run: bool = False,
     done = [0]
     total = sum(len(v) for v in admitted.values())
     for scope, items in admitted.items():
-        seen_text: dict[str, str] = {}  # text hash -> id, for a dry run's duplicates within the bundle
+        seen_text: dict[str, str] = {}  # normalised text -> id, for a dry run's duplicates within the bundle
         for start in range(0, len(items), CHUNK):
             _place(ctx, scope, items[start : start + CHUNK], result, dry_run, seen_text)
             done[0] += len(items[start : start + CHUNK])
@@ -130,12 +130,12 @@ def _place(ctx: Context, scope: str, items: list[tuple[BundleFile, Memory]], res
     with ctx.lock(folder.scope_key or ""):
         freshness.sync_folders(ctx, own)
         ids = [m.id for _, m in items]
-        known: dict[str, set[str]] = {}
-        for memory_id, digest in ctx.conn.execute(
-            f"SELECT id, content_hash FROM memories WHERE id IN ({placeholders(ids)}) AND dir IN ({placeholders(every)})",
+        known: dict[str, set[str]] = {}  # id -> the normalised texts it has here (the text decides, not its hash)
+        for memory_id, content in ctx.conn.execute(
+            f"SELECT id, content FROM memories WHERE id IN ({placeholders(ids)}) AND dir IN ({placeholders(every)})",
             [*ids, *every],
         ):
-            known.setdefault(memory_id, set()).add(digest)
+            known.setdefault(memory_id, set()).add(normalize_ws(content))
         try:
             _decide(ctx, scope, folder, own_dirs, items, known, result, dry_run, seen_text, written)
         finally:
@@ -147,10 +147,9 @@ def _decide(ctx: Context, scope: str, folder: Folder, own_dirs: list[str], items
             known: dict[str, set[str]], result: ImportResult, dry_run: bool, seen_text: dict[str, str],
             written: list[tuple[Memory, Folder]]) -> None:  # fmt: skip
     for item, memory in items:
-        digest = content_hash(memory.body)
         target = folder.path / f"{memory.id}.md"
         if memory.id in known:
-            if digest in known[memory.id]:
+            if normalize_ws(memory.body) in known[memory.id]:
                 result.identical.append((memory.id, "same id, same text"))
             else:
                 result.conflicts.append((memory.id, item.name, "a memory with this id and other text exists here"))
@@ -160,11 +159,11 @@ def _decide(ctx: Context, scope: str, folder: Folder, own_dirs: list[str], items
             continue
         if memory.status == "active":
             twin = exact_duplicate(ctx, memory.body, own_dirs)
-            twin_id = twin[0] if twin is not None else seen_text.get(digest)
+            twin_id = twin[0] if twin is not None else seen_text.get(normalize_ws(memory.body))
             if twin_id is not None:
                 result.identical.append((memory.id, f"same text as {twin_id}"))
                 continue
-            seen_text[digest] = memory.id
+            seen_text[normalize_ws(memory.body)] = memory.id  # the bundle's own twins, by text
         result.imported.append((memory.id, scope))
         if not dry_run:
             store.save(memory, folder.path)

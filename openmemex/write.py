@@ -26,7 +26,7 @@ from .model import (
 )
 from .redact import RedactResult, redact
 from .redact.engine import PRIVATE_REPLACEMENT
-from .text import build_query, check_text, content_hash, jaccard, similarity_tokens
+from .text import build_query, check_text, content_hash, jaccard, normalize_ws, similarity_tokens
 
 NEAR_DUP = 0.8  # design §3.4
 ECHO_THRESHOLD = 0.28  # D73, inclusive
@@ -233,14 +233,19 @@ def _clean_pair(ctx: Context, alias: str | None, target: str | None, masked: lis
 
 
 def exact_duplicate(ctx: Context, body: str, dirs: list[str]) -> tuple[str, str] | None:
-    """(id, path) of an active memory in ``dirs`` with the same normalised text (design §3.4)."""
+    """(id, path) of an active memory in ``dirs`` with the same normalised text (design §3.4).
+    The hash finds it; the text decides (80 bits can be made to collide on purpose, and a
+    new memory must never be answered with another one's id)."""
     marks = placeholders(dirs)
-    row = ctx.conn.execute(
-        f"SELECT id, file_path FROM memories WHERE content_hash = ? AND status = 'active' AND dir IN ({marks}) "
-        "ORDER BY location = 'repo' DESC LIMIT 1",
+    text = normalize_ws(body)
+    for row in ctx.conn.execute(
+        f"SELECT id, file_path, content FROM memories WHERE content_hash = ? AND status = 'active' AND dir IN ({marks}) "
+        "ORDER BY location = 'repo' DESC",
         [content_hash(body), *dirs],
-    ).fetchone()
-    return (row[0], row[1]) if row else None
+    ):
+        if normalize_ws(row[2]) == text:
+            return (row[0], row[1])
+    return None
 
 
 def _candidates(ctx: Context, body: str, dirs: list[str]) -> list[tuple[str, str, str, str, float]]:

@@ -78,3 +78,19 @@ def test_a_change_already_saved_is_reported_not_repeated(data_root: Path) -> Non
         add_memory(ctx, "a second note about wombat burrows")  # its file is written before the index
     with Context.load() as ctx:
         assert len(search(ctx, "note").hits) == 2  # saved once, indexed from the file
+
+
+def test_a_hash_collision_never_answers_a_new_memory_with_another_ones_id(data_root: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The 80-bit content hash finds exact duplicates; the text decides. Were two texts to
+    share a hash (it can be forced with ~2^40 work), the second is still saved as new."""
+    from openmemex import write
+
+    with Context.load() as ctx:
+        first = add_memory(ctx, "first note about quokka habitats")
+        stored = ctx.conn.execute("SELECT content_hash FROM memories WHERE id = ?", (first.id,)).fetchone()[0]
+        monkeypatch.setattr(write, "content_hash", lambda _body: stored)  # every text collides with it
+        other = add_memory(ctx, "a different note about wombat burrows")
+        assert other.status == "saved" and other.id != first.id
+        again = add_memory(ctx, "first  note about quokka habitats")  # the same text (whitespace aside)
+        assert again.status == "exists" and again.id == first.id
