@@ -14,16 +14,20 @@ what the FTS5 table needs and readers do not is not stored twice:
 
 ``memories_fts`` is contentless: its values come from Python, the row's text is stored once,
 in ``memories``. An FTS5 delete must be sent the very values its row was inserted with, so
-every one is a pure function of the stored columns (``fts_values``, SQL ``memex_fts_*`` for
-the trigger), and an index made under other gram rules is rebuilt (``text_rules``).
+every one is a pure function of the stored columns (``fts_values``; SQL ``memex_grams`` and
+``memex_spell`` for the trigger), and an index made under other gram rules is rebuilt
+(``text_rules``); a write transaction that finds the index rebuilt under it writes nothing
+(``index.transaction``).
 
 Rows are inserted and deleted only by ``index.write_rows`` / ``index.delete_rows``, which
 keep ``memories_fts`` in step in batches (an FTS5 insert inside a trigger flushes its
 pending terms on every row: three times slower). An UPDATE of a searchable column
 (``expansions.attach`` re-deriving the D80 column, a hand edit through a connection of
 ours) goes through a trigger, which calls the functions ``register_functions`` adds to every
-connection ``index.connect`` opens; a foreign connection that changes those columns fails
-loudly ("no such function") instead of leaving the FTS index out of step.
+connection ``index.connect`` opens; a DELETE calls one too, so a foreign connection (a
+plain sqlite3 shell, an older open-memex still running) that changes those columns or
+deletes a row fails loudly ("no such function") instead of leaving the FTS index out of
+step, and CHECKs refuse an older layout's values in ``cjk`` and ``expansions``.
 """
 
 from __future__ import annotations
