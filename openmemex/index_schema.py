@@ -176,14 +176,40 @@ _PROBE = " ".join([
 ])  # fmt: skip
 
 
+# What SQLite's tokenizer may read differently in another release (its Unicode tables, case
+# folding, diacritics, porter's stems), beside the derivation's own probe.
+_TOKENIZER_PROBE = (
+    "Crème brûlée DÉJÀ-vu naïve façade Straße ǅemal ﬁle Ⅻ ½ ① ＡＢＣ 𝔘𝔫𝔦 İstanbul ıi "
+    "running runner ran relational conditional generalization hopefully the_snake_case x86-64 "
+    "don't e-mail 3.14 ＃tag 😀👍🏽 zero\u200bwidth ᏣᎳᎩ ꓐ ǉ Ωμέγα Привет עברית العربية हिन्दी ไทย"
+)
+
+
+def _tokenized(values: tuple[str, ...]) -> list[tuple[str, int, int]]:
+    """(term, column, offset) of every token SQLite's FTS5 makes of ``values`` with our
+    tokenizer: what a delete of those values would remove."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        columns = ", ".join(f"c{i}" for i in range(len(values)))
+        conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5({columns}, tokenize='{TOKENIZE}')")
+        conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, 'instance')")
+        conn.execute(f"INSERT INTO probe({columns}) VALUES ({', '.join('?' * len(values))})", values)
+        return conn.execute("SELECT term, col, offset FROM probe_terms ORDER BY col, offset, term").fetchall()
+    finally:
+        conn.close()
+
+
 @functools.cache
 def text_rules() -> str:
-    """How the FTS values are derived, as a digest of what they make of ``_PROBE``: the grams
-    and tokens an FTS row was inserted with are the ones its delete must send later, so an
-    index made under other rules is rebuilt rather than fed deletes that do not match
-    (behaviour, not code: another Python running the same release agrees)."""
+    """How the FTS values are derived and tokenised, as a digest of what this process makes
+    of ``_PROBE``: the grams and tokens an FTS row was inserted with are the ones its delete
+    must send later, and SQLite must cut them into the same terms then, so an index made
+    under other rules (another release of ours, or of SQLite: a Python or OS upgrade brings
+    new Unicode tables) is rebuilt rather than fed deletes that do not match (behaviour, not
+    code: another Python running the same release and the same SQLite agrees)."""
     made = fts_values(_PROBE, "标签, tag", "别名, alias", expansions.compact("omxg123 omxg1099511627775"), "fact", "")
-    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}".encode()).hexdigest()[:16]
+    cut = _tokenized((*made, _TOKENIZER_PROBE))
+    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}\0{cut}".encode()).hexdigest()[:16]
 
 
 def is_current(conn: sqlite3.Connection) -> bool:

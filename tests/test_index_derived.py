@@ -261,3 +261,26 @@ def test_a_first_build_stores_the_fingerprint_the_next_read_computes(cli: Any, d
         stored = index.stored_fingerprint(ctx.conn, str(folder))
     assert stored == fingerprint.folder_checksum(folder)
     assert stored is not None and stored[1] == 7
+
+
+def test_the_rules_digest_covers_sqlites_tokenizer(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An FTS delete is tokenised again by the SQLite running it: an index written by an
+    SQLite that cut the probe into other terms (other Unicode tables after a Python or OS
+    upgrade) is rebuilt from the files, not fed deletes that miss what it holds."""
+    terms = index_schema._tokenized((index_schema._TOKENIZER_PROBE,))
+    assert ("creme", "c0", 0) in terms and ("run", "c0", 16) in terms  # remove_diacritics 2, porter
+    memory = _add(cli, "the release train leaves on thursday", "--scope", "personal")
+    index_schema.text_rules.cache_clear()
+    ours = index_schema.text_rules()
+    real = index_schema._tokenized
+    monkeypatch.setattr(index_schema, "_tokenized", lambda values: [*real(values), ("straße", "c7", 6)])
+    index_schema.text_rules.cache_clear()
+    try:
+        other = index_schema.text_rules()
+        assert other != ours
+        with Context.load() as ctx:
+            assert ctx.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0  # dropped on connect
+            assert ctx.conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()[0] == other
+        assert memory in cli("search", "release train", "--scope", "personal").out
+    finally:
+        index_schema.text_rules.cache_clear()
