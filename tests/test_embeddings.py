@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +198,46 @@ def test_lane_overlapping_the_bm25_rounds_answers_as_one_thread_does(cli: Any, d
             os.close(write)
             _, status = os.waitpid(pid, 0)
             assert os.read(read, 16) == b"ok" and status == 0
+            _forked_while_the_lane_lock_is_held(lambda: answer(ctx, "cat nap couch") == expected["cat nap couch"])
     finally:
         ctx.close()
+
+
+def _forked_while_the_lane_lock_is_held(search_ok: Callable[[], bool]) -> None:
+    """A child forked while another thread holds the lane's lock (it prepares a scope's
+    vectors) searches with the lane all the same: that thread does not exist in the child."""
+    import os
+    import threading
+    import time
+
+    from openmemex import embeddings
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with embeddings._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, b"ok" if search_ok() else b"different")
+        os._exit(0)
+    os.close(write)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child forked while the lane's lock was held never finished its search")
+    assert os.read(read, 16) == b"ok" and done[1] == 0
 
 
 def test_lane_answers_inline_when_the_worker_is_gone_and_never_shares_uncommitted_rows(

@@ -94,6 +94,16 @@ _caches: dict[str, _Cache] = {}
 _lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A child forked while another thread held the lock would wait for it forever (that
+    thread is not in the child): it starts with a free lock of its own."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _state(ctx: Context, model: str) -> tuple[str, str, int, str]:
     """The vectors in memory are current while no memory row changed (in any process: a
     trigger counts row writes, ``index.rows_version``) and the index is the same file (a
