@@ -244,3 +244,82 @@ def test_push_refuses_an_upstream_with_another_name(cli: Any, team: tuple[Path, 
     result = cli("push")
     assert result.rc == 1 and "another name" in result.err and "git push -u origin feat" in result.err
     assert git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip() == before
+
+
+def test_pull_refuses_a_locked_index_and_an_unfinished_merge_before_touching_a_file(
+        cli: Any, team: tuple[Path, Path, Path]) -> None:  # fmt: skip
+    """libgit2 writes the work tree first and fails on the index lock only after: the pull
+    must refuse up front, as `git pull --ff-only` does — and so during a merge or
+    cherry-pick not concluded (the fast-forward would move what an abort rewinds to)."""
+    _, alice, bob = team
+    old = git("rev-parse", "HEAD", cwd=alice).strip()
+    commit_file(bob, "README.md", "hello from bob\n")
+    commit_file(bob, "added.txt", "new\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    lock = alice / ".git" / "index.lock"
+    lock.touch()
+    result = cli("pull")
+    assert result.rc == 1 and "index.lock exists" in result.err and "nothing was changed" in result.err
+    assert git("status", "--porcelain", cwd=alice) == "" and (alice / "README.md").read_text() == "hello\n"
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == old
+    lock.unlink()
+    git("switch", "-qc", "feature", cwd=alice)
+    commit_file(alice, "feature.txt", "f\n")
+    git("switch", "-q", "main", cwd=alice)
+    git("merge", "--no-ff", "--no-commit", "feature", cwd=alice)
+    result = cli("pull")
+    assert result.rc == 1 and "a merge is in progress" in result.err and "git merge --abort" in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == old and (alice / ".git" / "MERGE_HEAD").exists()
+    git("merge", "--abort", cwd=alice)
+    assert cli("pull").rc == 0 and (alice / "added.txt").exists()
+
+
+def test_a_checkout_that_fails_midway_puts_the_files_back(cli: Any, team: tuple[Path, Path, Path],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Another git command taking the index lock after the check, while the checkout runs:
+    the files it already wrote are put back as HEAD has them, and only then is 'nothing
+    was changed' said."""
+    from openmemex.git import pull as pull_module
+
+    _, alice, bob = team
+    commit_file(bob, "README.md", "hello from bob\n")
+    commit_file(bob, "added.txt", "new\n")
+    git("rm", "-q", "notes.txt", cwd=bob)
+    git("commit", "-qm", "drop notes", cwd=bob)
+    git("push", "-q", "origin", "main", cwd=bob)
+    checked = pull_module._refuse_busy
+
+    def then_locked(gitrepo: Any) -> None:
+        checked(gitrepo)
+        (alice / ".git" / "index.lock").touch()  # taken between the check and the checkout
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pull_module, "_refuse_busy", then_locked)
+        result = cli("pull")
+    assert result.rc == 1 and "the fast-forward failed" in result.err and "nothing was changed" in result.err
+    (alice / ".git" / "index.lock").unlink()
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=alice) == ""
+    assert (alice / "README.md").read_text() == "hello\n" and (alice / "notes.txt").read_text() == "line\n"
+    assert cli("pull").rc == 0 and (alice / "added.txt").read_text() == "new\n" and not (alice / "notes.txt").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pull_into_a_clone_of_an_empty_repository(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  backend: str) -> None:  # fmt: skip
+    """Cloned while the team repository was empty; a teammate then pushes the first commit:
+    the unborn branch has its upstream in config, and the pull checks the commit out."""
+    remote = bare_remote(tmp_path / "remote.git")
+    early = clone(f"file://{remote}", tmp_path / "early")
+    mate = clone(f"file://{remote}", tmp_path / "mate")
+    monkeypatch.chdir(early)
+    use(cli, backend)
+    result = cli("pull")
+    assert result.rc == 0 and "no commits on origin yet" in result.out, result.err
+    git("switch", "-qc", "main", cwd=mate) if git("branch", "--show-current", cwd=mate).strip() != "main" else None
+    first = commit_file(mate, "README.md", "first\n", "first")
+    git("push", "-q", "origin", "main", cwd=mate)
+    result = cli("pull")
+    assert result.rc == 0, result.err
+    assert f"{first[:8]} (its first commit)" in result.out
+    assert git("rev-parse", "HEAD", cwd=early).strip() == first and git("status", "--porcelain", cwd=early) == ""
+    assert cli("pull").out.startswith("already up to date: main at")

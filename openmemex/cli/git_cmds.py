@@ -72,9 +72,11 @@ def pull(*, json: Flag = False) -> int:
                                                           "removed": stats.removed, "scanned": stats.scanned}})  # fmt: skip
         return 0
     if report.up_to_date:
-        out(f"already up to date: {report.branch} at {report.old[:8]} ({report.remote})")
+        where = f"at {report.old[:8]}" if report.old else f"(no commits on {report.remote} yet)"
+        out(f"already up to date: {report.branch} {where} ({report.remote})")
         return 0
-    out(f"pulled {report.branch} from {report.remote}: {report.old[:8]}..{report.new[:8]} (fast-forward)")
+    moved = f"{report.old[:8]}..{report.new[:8]} (fast-forward)" if report.old else f"{report.new[:8]} (its first commit)"
+    out(f"pulled {report.branch} from {report.remote}: {moved}")
     out(f"files changed: {report.files_changed} ({report.memory_files_changed} memory files)")
     if report.stats is not None:
         out(f"index: {report.stats.summary()}")

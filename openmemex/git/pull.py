@@ -7,7 +7,9 @@ the checkout refuse and nothing moves. Never merges, never forces.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import freshness
@@ -40,20 +42,39 @@ def _transport(ctx: Context) -> Transport:
     return get_transport(str(ctx.config.values.get("sync", {}).get("transport", "auto")))
 
 
-def _branch_and_upstream(gitrepo: GitRepo) -> tuple[str, str, object]:
+def _branch_and_upstream(gitrepo: GitRepo) -> tuple[str, str, str]:
+    """(branch, remote, the upstream's remote-tracking ref) from the branch's config, as git
+    reads it: an unborn branch (a clone of an empty repository) has its upstream too."""
     repo = gitrepo.repo
     if repo.head_is_detached:
         raise MemexError("HEAD is detached — switch to a branch first (git switch <branch>); nothing was changed")
     name = gitrepo.branch
     assert name is not None
-    local = repo.branches.local.get(name)
-    upstream = local.upstream if local is not None else None
-    if local is None or upstream is None:
+    remote, merge = (str(repo.config[f"branch.{name}.{key}"]) if f"branch.{name}.{key}" in repo.config else ""
+                     for key in ("remote", "merge"))  # fmt: skip
+    if not remote or remote == "." or not merge.startswith("refs/heads/") or remote not in repo.remotes.names():
         raise MemexError(
             f"branch {name} has no upstream — set one with `git branch --set-upstream-to=origin/{name}`, "
             "or publish it with `open-memex push`; nothing was changed"
         )
-    return name, str(upstream.remote_name), local
+    return name, remote, f"refs/remotes/{remote}/{merge.removeprefix('refs/heads/')}"
+
+
+def _refuse_busy(gitrepo: GitRepo) -> None:
+    """What ``git pull --ff-only`` refuses before touching a file: another git command
+    holding the index (libgit2 writes the work tree first and fails on the index lock only
+    after), and a merge, rebase, cherry-pick, revert, ``git am`` or bisect not concluded."""
+    from .submit import operation_in_progress
+
+    if (Path(gitrepo.repo.path) / "index.lock").exists():
+        raise MemexError(
+            "another git command is using this repository (.git/index.lock exists); nothing was changed — "
+            "let it finish and pull again (if no git command is running, the lock is stale: remove it)"
+        )
+    operation = operation_in_progress(gitrepo.repo)
+    if operation is not None:
+        what, step = operation
+        raise MemexError(f"{what} is in progress; nothing was changed — {step}, then pull again")
 
 
 def pull(ctx: Context) -> PullReport:
@@ -61,39 +82,50 @@ def pull(ctx: Context) -> PullReport:
 
     gitrepo = open_repo(ctx)
     repo = gitrepo.repo
-    name, remote, local = _branch_and_upstream(gitrepo)
+    name, remote, tracking = _branch_and_upstream(gitrepo)
+    _refuse_busy(gitrepo)
     transport = _transport(ctx)
     transport.fetch(gitrepo.workdir, remote)
-    local = repo.branches.local[name]
-    upstream = local.upstream
+    ref = f"refs/heads/{name}"
+    upstream = repo.references.get(tracking)
+    unborn = repo.head_is_unborn
     if upstream is None:
-        raise MemexError(f"the upstream of {name} disappeared during fetch; nothing was changed")
-    old = repo.head.target
-    new = upstream.target
-    analysis, _ = repo.merge_analysis(new, local.name)
-    report = PullReport(name, remote, str(old), str(new), False)
-    if analysis & pygit2.enums.MergeAnalysis.UP_TO_DATE:
-        report.up_to_date = True
-        report.new = report.old
-        return report
-    if not analysis & pygit2.enums.MergeAnalysis.FASTFORWARD:
-        ahead, behind = repo.ahead_behind(old, new)
-        raise MemexError(
-            f"{name} and {upstream.shorthand} have diverged ({ahead} ahead, {behind} behind); nothing was changed — "
-            f"open-memex only fast-forwards: integrate with `git pull --rebase` (or merge), "
-            "then run `open-memex resolve` for memory-file conflicts"
-        )
+        if unborn:  # nobody has pushed a commit yet: nothing to pull
+            return PullReport(name, remote, "", "", True)
+        raise MemexError(f"the upstream of {name} ({tracking.removeprefix('refs/remotes/')}) is not on {remote}; "
+                         "nothing was changed — check `git branch -vv`")  # fmt: skip
+    new = upstream.resolve().target
+    old = None if unborn else repo.head.target
+    report = PullReport(name, remote, str(old or ""), str(new), False)
+    shorthand = tracking.removeprefix("refs/remotes/")
+    if old is not None:
+        analysis, _ = repo.merge_analysis(new, ref)
+        if analysis & pygit2.enums.MergeAnalysis.UP_TO_DATE:
+            report.up_to_date = True
+            report.new = report.old
+            return report
+        if not analysis & pygit2.enums.MergeAnalysis.FASTFORWARD:
+            ahead, behind = repo.ahead_behind(old, new)
+            raise MemexError(
+                f"{name} and {shorthand} have diverged ({ahead} ahead, {behind} behind); nothing was changed — "
+                f"open-memex only fast-forwards: integrate with `git pull --rebase` (or merge), "
+                "then run `open-memex resolve` for memory-file conflicts"
+            )
     target = repo.get(new)
     assert target is not None
-    old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree)
     new_tree = target.peel(pygit2.Tree)
-    paths = [d.new_file.path or d.old_file.path for d in old_tree.diff_to_tree(new_tree).deltas]
+    if old is None:  # an unborn branch: the fast-forward is from nothing (as `git pull` does)
+        paths = [d.new_file.path for d in new_tree.diff_to_tree(swap=True).deltas]
+    else:
+        old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree)
+        paths = [d.new_file.path or d.old_file.path for d in old_tree.diff_to_tree(new_tree).deltas]
     _refuse_staged_in_the_way(repo, paths)
+    message = f"pull: Fast-forward {str(old)[:8]}..{str(new)[:8]}" if old is not None else "pull: initial pull"
     try:
         with repo.transaction() as tx:
-            tx.lock_ref(local.name)
+            tx.lock_ref(ref)
             repo.checkout_tree(target, strategy=pygit2.enums.CheckoutStrategy.SAFE)  # type: ignore[no-untyped-call]
-            tx.set_target(local.name, new, message=f"pull: Fast-forward {str(old)[:8]}..{str(new)[:8]}")
+            tx.set_target(ref, new, message=message)
     except (pygit2.GitError, OSError) as exc:
         text = str(exc)
         if "conflict" in text:
@@ -101,12 +133,54 @@ def pull(ctx: Context) -> PullReport:
                 "local changes (edited or untracked files) would be overwritten by the pull; nothing was changed — "
                 "commit or stash them (git stash -u), then pull again"
             ) from None
-        raise MemexError(f"the fast-forward failed ({text}); nothing was changed — retry, or use `git pull --ff-only`") from None
+        undone = _undo_checkout(repo, old, new, paths)
+        state = "nothing was changed" if undone else "some files may already show the upstream's version"
+        raise MemexError(f"the fast-forward failed ({text}); {state} — retry, or use `git pull --ff-only`") from None
     prefix = gitrepo.memory_rel + "/"
     report.files_changed = len(paths)
     report.memory_files_changed = sum(1 for p in paths if p.startswith(prefix))
     report.stats = freshness.sync(ctx, "project", kind="pull")
     return report
+
+
+def _undo_checkout(repo: pygit2.Repository, old: object, new: object, paths: list[str]) -> bool:
+    """A checkout that failed once it had begun (the index locked meanwhile) may have
+    written some of the upstream's files while the branch stayed where it was: put each
+    such file back as HEAD has it. A SAFE checkout only touches files equal to HEAD's, so
+    a file now equal to the upstream's (and not HEAD's) is one it wrote, and one of HEAD's
+    that is gone is one it removed; nothing of the user's is lost. True when the work tree
+    is as it was."""
+    import pygit2
+
+    def blob(tree: pygit2.Tree | None, rel: str) -> tuple[bytes, int] | None:
+        if tree is None or rel not in tree:
+            return None
+        entry = tree[rel]
+        obj = repo[entry.id]
+        return (obj.data, entry.filemode) if isinstance(obj, pygit2.Blob) else None
+
+    workdir = Path(str(repo.workdir))
+    old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree) if old is not None else None
+    new_tree = repo.revparse_single(str(new)).peel(pygit2.Tree)
+    clean = True
+    for rel in paths:
+        file = workdir / rel
+        mine, theirs = blob(old_tree, rel), blob(new_tree, rel)
+        try:
+            present = file.is_file() and not file.is_symlink()
+            if theirs is not None and present and file.read_bytes() == theirs[0] and mine != theirs:
+                if mine is None:
+                    file.unlink()
+                    continue
+            elif not (theirs is None and mine is not None and not os.path.lexists(file)):
+                continue
+            assert mine is not None
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_bytes(mine[0])
+            os.chmod(file, 0o755 if mine[1] == pygit2.enums.FileMode.BLOB_EXECUTABLE else 0o644)
+        except OSError:
+            clean = False
+    return clean
 
 
 def _refuse_staged_in_the_way(repo: pygit2.Repository, paths: list[str]) -> None:
