@@ -315,7 +315,8 @@ def test_pull_into_a_clone_of_an_empty_repository(cli: Any, tmp_path: Path, monk
     use(cli, backend)
     result = cli("pull")
     assert result.rc == 0 and "no commits on origin yet" in result.out, result.err
-    git("switch", "-qc", "main", cwd=mate) if git("branch", "--show-current", cwd=mate).strip() != "main" else None
+    if git("branch", "--show-current", cwd=mate).strip() != "main":
+        git("switch", "-qc", "main", cwd=mate)
     first = commit_file(mate, "README.md", "first\n", "first")
     git("push", "-q", "origin", "main", cwd=mate)
     result = cli("pull")
