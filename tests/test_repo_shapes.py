@@ -82,3 +82,62 @@ def test_paths_that_look_like_index_extensions_are_fine(cli: Any, git_repo: Path
     git("commit", "-q", "-m", "links", cwd=git_repo)
     assert cli("sync-status").rc == 0
     assert cli("submit", _draft(cli, "works next to links.md")).rc == 0
+
+
+def test_a_memory_folder_that_is_a_link_or_a_file_is_refused_before_anything_is_written(
+        cli: Any, git_repo: Path) -> None:  # fmt: skip
+    """The team committed `.ai/open-memex` as a link to docs/memories: a submit through it
+    would commit a folder in place of their link (a change to a file open-memex did not
+    write). A file there cannot hold memories. Both are refused with the way out, nothing
+    written, nothing committed; `setup` alike."""
+    (git_repo / "docs" / "memories").mkdir(parents=True)
+    (git_repo / "docs" / "memories" / "README.txt").write_text("keep\n")
+    (git_repo / ".ai").mkdir()
+    (git_repo / ".ai" / "open-memex").symlink_to("../docs/memories")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "memories live in docs/memories", cwd=git_repo)
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    memory = _draft(cli, "release tags are signed by the release bot")
+    result = cli("submit", memory)
+    assert result.rc == 1 and ".ai/open-memex is a symbolic link" in result.err, result.err
+    assert "config set memoryDir docs/memories" in result.err and "Traceback" not in result.err
+    assert cli("setup").rc == 1
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=git_repo) == ""
+    assert sorted(p.name for p in (git_repo / "docs" / "memories").iterdir()) == ["README.txt"]
+    assert cli("config", "set", "memoryDir", "docs/memories").rc == 0  # the way out works
+    assert cli("submit", memory).rc == 0
+    assert f"docs/memories/{memory}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
+    assert (git_repo / ".ai" / "open-memex").is_symlink()
+
+    git("rm", "-q", ".ai/open-memex", cwd=git_repo)
+    (git_repo / ".ai").mkdir(exist_ok=True)
+    (git_repo / ".ai" / "open-memex").write_text("notes\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "a file where the folder goes", cwd=git_repo)
+    assert cli("config", "set", "memoryDir", ".ai/open-memex").rc == 0
+    other = _draft(cli, "a second draft")
+    for args in (("submit", other), ("setup",)):
+        result = cli(*args)
+        assert result.rc == 1 and ".ai/open-memex is a file where open-memex keeps memory files" in result.err
+        assert "internal error" not in result.err
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+
+
+def test_a_commit_never_replaces_a_file_in_head_with_a_folder(git_repo: Path) -> None:
+    """The last guard, below every caller: a path of ours whose folder is a file or a link
+    in HEAD is refused by the commit itself."""
+    import pygit2
+
+    from openmemex.errors import MemexError
+    from openmemex.git.repo import GitRepo
+    from openmemex.git.submit import commit_paths
+
+    (git_repo / "mem").write_text("a file\n")
+    git("add", "mem", cwd=git_repo)
+    git("commit", "-qm", "file", cwd=git_repo)
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    gitrepo = GitRepo(pygit2.Repository(str(git_repo)), git_repo, "mem")
+    with pytest.raises(MemexError, match="mem is a file or link in HEAD"):
+        commit_paths(gitrepo, ["mem/01J0000000000000000000000A.md"], "mem: x")
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..context import Context
@@ -124,9 +124,34 @@ def open_repo(ctx: Context) -> GitRepo:
     return GitRepo(repo, workdir, ctx.config.memory_dir.strip("/"))
 
 
+def check_memory_folder(gitrepo: GitRepo) -> None:
+    """Every part of ``<memoryDir>`` that exists is a real folder. open-memex writes and
+    commits files at their own paths: through a symbolic link its commit would replace the
+    link the team committed with a folder (a change to a file it did not write), and a file
+    in the way cannot hold memories. Refused before anything is written, with the way out."""
+    path = gitrepo.workdir
+    for part in PurePosixPath(gitrepo.memory_rel).parts:
+        path = path / part
+        rel = gitrepo.rel(path)
+        if path.is_symlink():
+            real = os.path.realpath(path)
+            inside = Path(real).is_relative_to(gitrepo.workdir) and Path(real) != gitrepo.workdir
+            where = (f"use the folder it points to instead (`open-memex config set memoryDir "
+                     f"{Path(real).relative_to(gitrepo.workdir).as_posix()}`, for every repository)") if inside else \
+                "make it a real folder in the repository"  # fmt: skip
+            raise MemexError(f"{rel} is a symbolic link; open-memex commits memory files only into a real folder "
+                             f"(a commit through the link would replace it) — {where}; nothing was written")  # fmt: skip
+        if not path.exists():
+            return
+        if not path.is_dir():
+            raise MemexError(f"{rel} is a file where open-memex keeps memory files — move it away, or choose "
+                             "another folder with `open-memex config set memoryDir <folder>`; nothing was written")  # fmt: skip
+
+
 def ensure_gitattributes(gitrepo: GitRepo) -> Path | None:
     """``<memoryDir>/.gitattributes`` keeps memory files LF on every platform; returns the
     path when it was created (so the caller commits it with its own files)."""
+    check_memory_folder(gitrepo)
     path = gitrepo.memory_dir / ".gitattributes"
     if path.exists():
         return None

@@ -30,7 +30,7 @@ from ..errors import ConflictError, MemexError, UsageError
 from ..memfile import MemoryFileError, parse_memory, serialize
 from ..merge3 import MergeOutcome, TextMerge, merge_memories
 from ..model import Memory
-from .repo import GitRepo, open_repo
+from .repo import GitRepo, check_memory_folder, open_repo
 
 if TYPE_CHECKING:
     import pygit2
@@ -350,6 +350,7 @@ def setup_merge_driver(ctx: Context) -> SetupReport:
     """Idempotently write ``<memoryDir>/.gitattributes`` (``*.md merge=openmemex``) and the
     per-clone ``merge.openmemex.driver``; a driver someone else configured is left alone."""
     gitrepo = open_repo(ctx)
+    check_memory_folder(gitrepo)
     attributes = gitrepo.memory_dir / ".gitattributes"
     lines = attributes.read_text("utf-8").splitlines() if attributes.exists() else []
     changed = False

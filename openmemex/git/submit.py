@@ -31,7 +31,7 @@ from ..memfile import MemoryFileError, read_memory, serialize
 from ..model import Memory
 from ..redact import find_secrets_in_memory_file
 from ..review import apply_transition, default_reviewer
-from .repo import GitRepo, ensure_gitattributes, open_repo
+from .repo import GitRepo, check_memory_folder, ensure_gitattributes, open_repo
 
 if TYPE_CHECKING:
     import pygit2
@@ -151,6 +151,7 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
             )
         plan.append(memory)
     if plan or pending:
+        check_memory_folder(gitrepo)
         _check_repository_state(gitrepo, branch, report)
         if _signing_required(gitrepo) and not allow_unsigned:
             raise MemexError(
@@ -277,6 +278,12 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
         tmp.read_tree(head.tree)
         parents = [head.id]
     for rel in rel_paths:
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            prefix = "/".join(parts[:depth])
+            if prefix in tmp:  # HEAD has a file or a link where a folder of ours goes: never replaced
+                raise MemexError(f"{prefix} is a file or link in HEAD where {rel} would go — a commit would "
+                                 "replace it; nothing was committed")  # fmt: skip
         blob = repo.create_blob_fromworkdir(rel)
         tmp.add(pygit2.IndexEntry(rel, blob, pygit2.enums.FileMode.BLOB))
     tree = tmp.write_tree(repo)
