@@ -158,6 +158,28 @@ def test_rerun_after_an_interrupted_submit(cli: Any, git_repo: Path, data_root: 
     assert git("status", "--porcelain", cwd=git_repo).strip() == ""
 
 
+@pytest.mark.parametrize("edit", ["secret", "personal", "private", "published"])
+def test_a_leftover_repo_copy_is_checked_as_a_draft_is(cli: Any, git_repo: Path, data_root: Path, edit: str) -> None:
+    """The repo copy an interrupted submit left is committed by the re-run: edited by hand
+    meanwhile, it gets the secret scan, the personal/private rule and the review state a
+    submit writes, like any draft — libgit2 runs no hook that would catch it."""
+    memory = draft(cli, "the staging db lives on host db-stage-2")
+    text = next(data_root.rglob(f"{memory}.md")).read_text().replace("review_state: draft", "review_state: proposed")
+    text = {"secret": text.replace("tags: []", "tags:\n- ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5"),
+            "personal": text.replace("scope: project", "scope: personal"),
+            "private": text.replace("visibility: internal", "visibility: private"),
+            "published": text.replace("review_state: proposed", "review_state: published")}[edit]  # fmt: skip
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(text)
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    result = cli("submit", memory)
+    assert result.rc == 1 and "nothing was submitted" in result.err, result.out
+    assert {"secret": "possible secret", "personal": "a personal memory", "private": "visibility: private",
+            "published": "is published, but a submit writes it proposed"}[edit] in result.err  # fmt: skip
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head and target.read_text() == text
+
+
 def test_rerun_never_rewinds_review_progress(cli: Any, git_repo: Path, data_root: Path) -> None:
     memory = draft(cli, "review progress is never undone")
     outbox_copy = next(data_root.rglob(f"{memory}.md")).read_text()

@@ -136,19 +136,23 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
             leftovers.append(Path(row["file_path"]))
             if _committed(gitrepo, target):
                 report.already.append(memory.id)
-            else:
+            else:  # written by an interrupted submit, and perhaps edited since: checked as a draft is
+                assert existing is not None
+                _refuse_unsafe(ctx, gitrepo.rel(target), target.read_text("utf-8", errors="replace"), existing,
+                               "fix or remove the file, then retry")  # fmt: skip
+                wrote = "approved" if memory.review_state == "approved" else "proposed"
+                if existing.review_state != wrote:
+                    raise LifecycleError(
+                        f"{gitrepo.rel(target)} is {existing.review_state}, but a submit writes it {wrote} — nothing "
+                        "was submitted; a review state is changed by review (open-memex promote), not by hand"
+                    )
                 pending.append(target)
                 report.recovered.append(memory.id)
             continue
         if memory.review_state not in SUBMITTABLE:
             raise LifecycleError(f"{memory.id} is {memory.review_state}; only draft, rejected or approved drafts can be submitted")
-        findings = find_secrets_in_memory_file(serialize(memory), ctx.config.redact_patterns)
-        if findings:
-            first = findings[0]
-            raise MemexError(
-                f"{row['file_path']}:{first.line}: possible secret ({first.rule}) — nothing was submitted; "
-                f"edit the draft (or `open-memex supersede {memory.id} …`) and retry"
-            )
+        _refuse_unsafe(ctx, str(row["file_path"]), serialize(memory), memory,
+                       f"edit the draft (or `open-memex supersede {memory.id} …`) and retry")  # fmt: skip
         plan.append(memory)
     if plan or pending:
         check_memory_folder(gitrepo)
@@ -206,6 +210,18 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
         gone.append(path)
     freshness.record(ctx, [(memory, repo_folder) for memory in plan], gone)
     return report
+
+
+def _refuse_unsafe(ctx: Context, where: str, text: str, memory: Memory, fix: str) -> None:
+    """What never goes into a submit commit: a personal or private memory, or a secret the
+    scanner finds in the file as it will be committed."""
+    if memory.scope != "project" or memory.visibility == "private":
+        what = "a personal memory" if memory.scope != "project" else "visibility: private"
+        raise MemexError(f"{where} is {what}, which never leaves this machine — nothing was submitted; {fix}")
+    findings = find_secrets_in_memory_file(text, ctx.config.redact_patterns)
+    if findings:
+        first = findings[0]
+        raise MemexError(f"{where}:{first.line}: possible secret ({first.rule}) — nothing was submitted; {fix}")
 
 
 def _committed(gitrepo: GitRepo, path: Path) -> bool:
