@@ -36,8 +36,9 @@ def console() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "openmemex"]
 
 
-def run(*args: str, cwd: Path) -> Result:
-    proc = subprocess.run([*console(), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
+    proc = subprocess.run([*console(), *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})  # fmt: skip
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -302,3 +303,29 @@ def test_staged_scan_mid_merge_skips_the_unmerged_path(git_repo: Path) -> None:
     git("add", "leak.env", cwd=git_repo)
     found = run("scan", "--staged", cwd=git_repo)
     assert found.rc == 1 and "leak.env:1:" in found.out, (found.out, found.err)
+
+
+def test_staged_scan_of_an_index_libgit2_cannot_read_is_one_line(git_repo: Path, tmp_path: Path) -> None:
+    """A sparse index (`git sparse-checkout set --sparse-index`) and a damaged index given in
+    GIT_INDEX_FILE: one line naming the way out, no traceback from pygit2's destructor — and
+    the way out for the sparse index works (the checkout stays sparse)."""
+    for folder, name in (("app", "a.txt"), ("other", "o.txt")):
+        (git_repo / folder).mkdir()
+        (git_repo / folder / name).write_text("x\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "tree", cwd=git_repo)
+    git("sparse-checkout", "set", "--cone", "--sparse-index", "app", cwd=git_repo)
+    (git_repo / "app" / "leak.env").write_text(f"token: {token(3)}\n")
+    git("add", "app/leak.env", cwd=git_repo)
+    result = run("scan", "--staged", cwd=git_repo)
+    assert result.rc == 1 and "sparse index" in result.err and "Traceback" not in result.err, result.err
+    assert result.err.count("\n") == 1 and "git sparse-checkout init --no-sparse-index" in result.err
+    git("sparse-checkout", "init", "--no-sparse-index", cwd=git_repo)
+    assert not (git_repo / "other").exists()  # still sparse
+    found = run("scan", "--staged", cwd=git_repo)
+    assert found.rc == 1 and found.out.startswith("app/leak.env:1:8 github-pat"), found.err
+    broken = tmp_path / "broken-index"
+    broken.write_bytes((git_repo / ".git" / "index").read_bytes()[:40])
+    damaged = run("scan", "--staged", cwd=git_repo, env={"GIT_INDEX_FILE": str(broken)})
+    assert damaged.rc == 1 and "cannot read the git index" in damaged.err
+    assert damaged.err.count("\n") == 1 and "Traceback" not in damaged.err and "Exception ignored" not in damaged.err

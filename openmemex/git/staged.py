@@ -58,8 +58,11 @@ def staged_entries(cwd: Path, paths: list[str]) -> Staged:
     location = index_path(info.git_dir)
     try:
         repo = pygit2.Repository(str(info.git_dir if os.environ.get("GIT_DIR") else info.workdir))
-        index = pygit2.Index(str(location))
+        index = _open_index(location)
     except pygit2.GitError as exc:
+        if "'sdir'" in str(exc):
+            raise MemexError("this repository uses a sparse index, which libgit2 cannot read — run `git sparse-checkout "
+                             "init --no-sparse-index` (the checkout stays sparse), then commit again") from None  # fmt: skip
         raise MemexError(f"cannot read the git index {location}: {exc} — check the repository with `git status`") from None
     wanted = [_repo_relative(p, cwd, info.workdir) for p in paths]
     entries: list[StagedEntry] = []
@@ -79,6 +82,19 @@ def staged_entries(cwd: Path, paths: list[str]) -> Staged:
         seen.add(path)
         entries.append(StagedEntry(path, str(oid), repo.odb.read_header(oid)[1]))
     return Staged(repo, entries)
+
+
+def _open_index(location: Path) -> pygit2.Index:
+    """``pygit2.Index(path)``, whose ``__del__`` would print a traceback ("Exception ignored
+    in …") after a constructor that failed on an unreadable file: the error alone is raised."""
+    import pygit2
+
+    class Index(pygit2.Index):
+        def __del__(self) -> None:
+            if hasattr(self, "_index"):
+                super().__del__()
+
+    return Index(str(location))
 
 
 def _repo_relative(given: str, cwd: Path, workdir: Path) -> str:
