@@ -256,3 +256,18 @@ def test_rebase_labels_in_a_rebase(cli: Any, git_repo: Path) -> None:
     assert labels == ("upstream (being rebased onto)", "your commit (being replayed)")
     result = cli("resolve", memory_id)
     assert result.rc == 3 and "upstream (being rebased onto)" in result.err
+
+
+def test_a_side_over_the_size_limit_is_never_merged_in(cli: Any, git_repo: Path) -> None:
+    """Their side grew past the 2 MB every reader refuses while both changed the tags (a
+    field-level merge resolves that): `resolve` must not merge it in and stage a file `show`
+    cannot read."""
+    memory_id = conflict(git_repo, ours={"tags": ["cache", "ttl", "ours"]},
+                         theirs={"tags": ["cache", "ttl", "theirs"],
+                                 "body": "Cache TTL is 60s.\n\nSecond paragraph stays.\n\n" + ("y" * 99 + "\n") * 25_000})  # fmt: skip
+    path = git_repo / MEMDIR / f"{memory_id}.md"
+    before = path.read_bytes()
+    result = cli("resolve", memory_id)
+    assert result.rc == 3 and "is too large (2.5 MB > 2 MB limit)" in result.err, result.err
+    assert path.read_bytes() == before
+    assert f"{MEMDIR}/{memory_id}.md" in cli("resolve").out  # still conflicted, nothing staged

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from .. import freshness, store
 from ..context import Context
 from ..errors import ConflictError, MemexError, UsageError
-from ..memfile import MemoryFileError, parse_memory, serialize
+from ..memfile import MAX_FILE_BYTES, MemoryFileError, parse_memory, serialize
 from ..merge3 import MergeOutcome, TextMerge, merge_memories
 from ..model import Memory
 from .repo import GitRepo, check_memory_folder, open_repo
@@ -170,10 +170,16 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
 
 
 def _parse_sides(sides: tuple[tuple[str, bytes | None], ...]) -> tuple[list[Memory | None], list[str]]:
-    """Parse each side; for each one that fails: "<side> is not a valid memory file: <why>"."""
+    """Parse each side; for each one that fails: "<side> is not a valid memory file: <why>".
+    A side over the size every reader refuses is refused here too: merged in, it would be
+    staged as a file `show` cannot read and `check` fails."""
     parsed: list[Memory | None] = []
     invalid: list[str] = []
     for name, data in sides:
+        if data is not None and len(data) > MAX_FILE_BYTES:
+            parsed.append(None)
+            invalid.append(f"{name} is too large ({len(data) / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit)")
+            continue
         try:
             parsed.append(parse_memory(data) if data is not None and data.strip() else None)
         except MemoryFileError as exc:
