@@ -43,6 +43,7 @@ def run(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None)
     if event not in EVENTS:
         sys.stderr.write(f"open-memex: error: unknown hook event {event!r} — use one of: {', '.join(EVENTS)}\n")
         return 2
+    _warnings.clear()
     try:
         payload = _payload(stdin.read())
         if event == "user-prompt":
@@ -67,9 +68,26 @@ def run(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None)
         from .errors import MemexError
 
         line = str(exc) if isinstance(exc, MemexError) else summary(exc)
+        _warnings.clear()  # the failure is the one line
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write(f"open-memex hook {event}: {line}\n".encode("ascii", "backslashreplace").decode("ascii"))
+    finally:
+        _flush_warnings()
     return 0
+
+
+_warnings: list[str] = []  # what the run noticed on the way (a teammate's broken file …): one line at the end
+
+
+def _flush_warnings() -> None:
+    """A hook's stderr is one line however many files were skipped: the first, and how many more."""
+    from .terminal import safe
+
+    if _warnings:
+        more = f" (and {len(_warnings) - 1} more — see `open-memex audit`)" if len(_warnings) > 1 else ""
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"open-memex: {safe(_warnings[0])}{more}\n")
+        _warnings.clear()
 
 
 def _payload(text: str) -> dict[str, Any]:
@@ -84,14 +102,10 @@ def _context(payload: dict[str, Any]) -> Context:
     from pathlib import Path
 
     from .context import Context
-    from .terminal import safe
-
-    def warn(message: str) -> None:
-        sys.stderr.write(f"open-memex: {safe(message)}\n")
 
     cwd = payload.get("cwd")
     here = Path(cwd) if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else Path.cwd()
-    return Context.load(cwd=here, warn=warn)
+    return Context.load(cwd=here, warn=_warnings.append)
 
 
 def _output(event_name: str, context: str = "", message: str = "") -> dict[str, Any]:
@@ -183,7 +197,7 @@ def _session_file(ctx: Context, payload: dict[str, Any]) -> Path | None:
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
         return None
-    name = hashlib.sha256(session.encode("utf-8", "surrogateescape")).hexdigest()[:24]  # never a path from input
+    name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]  # never a path from input
     return ctx.root / "sessions" / f"{name}.json"
 
 

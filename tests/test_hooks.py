@@ -259,3 +259,22 @@ async def test_echo_guard_looks_across_scopes(git_repo: Path, data_root: Path) -
     finally:
         session.close()
     assert echo.structured_content["status"] == "refused"
+
+
+def test_a_lone_surrogate_session_id_and_a_folder_of_broken_files(git_repo: Path, data_root: Path, cli: Any) -> None:
+    """A session id holding a lone surrogate is valid JSON; it still names a session (it
+    was an internal error in every hook, and that session got no memories). A teammate's
+    broken files are skipped with one stderr line for them all, not one each."""
+    assert cli("add", "the build needs java 21", "--scope", "personal").rc == 0
+    payload = json.dumps({"cwd": str(git_repo), "source": "startup", "session_id": "\ud800"})  # "\\ud800" in the JSON
+    started = hook("session-start", payload, git_repo)
+    assert started.rc == 0 and started.err == "", started.err
+    assert "java 21" in json.loads(started.out)["hookSpecificOutput"]["additionalContext"]
+    assert hook("stop", payload, git_repo).err == ""
+    folder = git_repo / ".ai" / "open-memex"
+    folder.mkdir(parents=True)
+    for n, text in enumerate(["---\nid: [unclosed\n---\nbody\n", "---\na: &x [1]\nb: *x\n---\n", "no frontmatter\n"]):
+        (folder / f"01ARZ3NDEKTSV4RRFFQ69G5FA{n}.md").write_text(text)
+    started = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
+    assert started.rc == 0 and "java 21" in json.loads(started.out)["hookSpecificOutput"]["additionalContext"]
+    assert started.err.count("\n") == 1 and "skipped" in started.err and "(and 2 more" in started.err, started.err
