@@ -324,3 +324,27 @@ def test_pull_into_a_clone_of_an_empty_repository(cli: Any, tmp_path: Path, monk
     assert f"{first[:8]} (its first commit)" in result.out
     assert git("rev-parse", "HEAD", cwd=early).strip() == first and git("status", "--porcelain", cwd=early) == ""
     assert cli("pull").out.startswith("already up to date: main at")
+
+
+@pytest.mark.parametrize("where", ["hooks", "hooksPath"])
+def test_pygit2_push_never_goes_past_a_pre_push_hook(cli: Any, team: tuple[Path, Path, Path], where: str) -> None:
+    """libgit2 runs no hooks: with the team's pre-push check in place (in .git/hooks or
+    core.hooksPath), the in-process backend refuses and names the git backend, which runs it."""
+    remote, alice, _ = team
+    folder = alice / ".git" / "hooks" if where == "hooks" else alice / "tools" / "githooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    hook = folder / "pre-push"
+    hook.write_text('#!/bin/sh\necho "pre-push: tests must pass first" >&2\nexit 1\n')
+    hook.chmod(0o755)
+    if where == "hooksPath":
+        git("config", "core.hooksPath", "tools/githooks", cwd=alice)
+    commit_file(alice, "README.md", "changed\n")
+    before = git("rev-parse", "main", cwd=remote)
+    use(cli, "pygit2")
+    result = cli("push")
+    assert result.rc == 1 and "pre-push hook" in result.err and "sync.transport git" in result.err, result.err
+    assert git("rev-parse", "main", cwd=remote) == before
+    use(cli, "git")
+    refused = cli("push")
+    assert refused.rc == 1 and "tests must pass first" in refused.err
+    assert git("rev-parse", "main", cwd=remote) == before

@@ -50,6 +50,23 @@ _PROGRESS = re.compile(
 _AUTH_FAILURE = re.compile(r"authentication|\b401\b|credential|unauthorized", re.IGNORECASE)
 
 
+
+def pre_push_hook(workdir: Path) -> str | None:
+    """The repository's pre-push hook when there is one git would run (``core.hooksPath``,
+    else ``<common git dir>/hooks``, executable): libgit2 runs no hooks, and pushing past a
+    check the team put there is not ours to decide."""
+    from ..gitinfo import config_value, discover
+
+    info = discover(workdir)
+    if info is None:
+        return None
+    configured = config_value("core", "hooksPath", info.git_dir)
+    folder = Path(os.path.expanduser(configured)) if configured else info.common_dir / "hooks"
+    if not folder.is_absolute():
+        folder = info.workdir / folder  # git resolves a relative hooksPath from the work tree's top
+    hook = folder / "pre-push"
+    return str(hook) if hook.is_file() and os.access(hook, os.X_OK) else None
+
 class Pygit2Transport:
     """Fetch and push in-process (no git executable needed)."""
 
@@ -77,6 +94,12 @@ class Pygit2Transport:
     def push(self, workdir: Path, remote: str, local_ref: str, remote_ref: str) -> PushResult:
         check_remote(remote)
         local, dst = qualify_refs(local_ref, remote_ref)
+        hook = pre_push_hook(workdir)
+        if hook is not None:
+            raise TransportError(
+                f"this repository has a pre-push hook ({hook}), which libgit2 does not run — nothing was pushed; "
+                "push with your own git: `open-memex config set sync.transport git` (or `git push`)"
+            )
         repo = _open(workdir)
         try:
             handle = _remote(repo, remote)
