@@ -135,6 +135,20 @@ def test_paths_are_checked_on_disk_against_head(cli: object, pr_repo: object) ->
     assert json.loads(skipped.out)["checked"] == ["README.md"]  # named explicitly: judged as a memory file
 
 
+def test_paths_judge_chains_against_what_the_commit_holds(cli: object, pr_repo: object) -> None:
+    """The pre-commit hook is given the staged files; the replacement they point at must be
+    in the commit too, not merely on disk (untracked, or unstaged with `git rm --cached`)."""
+    repo = pr_repo("clean")  # type: ignore[operator]
+    replaced, replacement = f".ai/open-memex/{prs.REPLACED}.md", f".ai/open-memex/{prs.NEW2}.md"
+    assert cli("check", replaced).rc == 0  # type: ignore[operator]
+    git("rm", "-q", "--cached", replacement, cwd=repo)
+    assert (repo / replacement).exists()
+    result = cli("check", replaced)  # type: ignore[operator]
+    assert result.rc == 1 and f"superseded_by: {prs.NEW2} is not in the repository" in result.out, result.out
+    git("add", replacement, cwd=repo)
+    assert cli("check", replaced).rc == 0  # type: ignore[operator]
+
+
 def test_deleting_a_memory_that_others_point_at_breaks_the_chain(cli: object, pr_repo: object) -> None:
     repo = pr_repo("clean")  # type: ignore[operator]
     git("rm", "-q", f".ai/open-memex/{prs.NEW2}.md", cwd=repo)

@@ -8,8 +8,9 @@ Three ways in (docs/cli.md, ``check``):
   passes (pre-commit stashes unstaged changes first, so disk holds what is being committed);
 * neither — every memory file in HEAD.
 
-Chains and ids are judged against every memory file on the same side (HEAD's tree, or the
-memory folder on disk for paths).
+Chains and ids are judged against every memory file on the same side: HEAD's tree, or for
+paths the memory folder as the index being committed holds it (a file on disk that was
+never staged is not in the commit), with the given files as they are on disk.
 """
 
 from __future__ import annotations
@@ -127,17 +128,9 @@ def _from_base(repo: pygit2.Repository, folder: str, ref: str, only: list[str]) 
 def _from_disk(repo: pygit2.Repository, info: RepoInfo, folder: str, paths: list[str], cwd: Path) -> Gathered:
     files, skipped = _given_files(paths, cwd, info.workdir)
     changed = [(rel, _read_disk(info.workdir / rel)) for rel in files]
-    universe: dict[str, bytes] = {}
-    memdir = info.workdir / folder
-    try:
-        names = sorted(e.name for e in os.scandir(memdir) if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file())
-    except OSError:
-        names = []
-    for name in names:
-        try:
-            universe[f"{folder}/{name}"] = (memdir / name).read_bytes()
-        except OSError:
-            continue  # removed meanwhile: not part of what is checked
+    universe = _staged_folder(repo, info, folder)
+    if universe is None:  # an index libgit2 cannot read (a sparse index): the folder on disk
+        universe = _disk_folder(info.workdir, folder)
     universe.update(changed)
     head = _head_tree(repo)
 
@@ -152,6 +145,46 @@ def _from_disk(repo: pygit2.Repository, info: RepoInfo, folder: str, paths: list
         return data
 
     return Gathered(CheckInput(changed, base, list(universe.items())), "paths", "HEAD", skipped)
+
+
+def _staged_folder(repo: pygit2.Repository, info: RepoInfo, folder: str) -> dict[str, bytes] | None:
+    """The memory folder as the commit being made will hold it: its files in the index git
+    hands the hook (``GIT_INDEX_FILE``), not on disk, where a replacement that was never
+    staged would otherwise satisfy a chain that the commit breaks. None when the index
+    cannot be read."""
+    import pygit2
+
+    from .staged import _open_index, index_path
+
+    try:
+        index = _open_index(index_path(info.git_dir))
+    except pygit2.GitError:
+        return None
+    prefix = f"{folder}/"
+    files: dict[str, bytes] = {}
+    for entry in index:
+        name = entry.path[len(prefix):]
+        if (entry.path.startswith(prefix) and "/" not in name and name.endswith(".md") and not name.startswith(".")
+                and entry.mode in (0o100644, 0o100755) and entry.path not in files):  # fmt: skip
+            blob = repo.get(entry.id)
+            if isinstance(blob, pygit2.Blob):
+                files[entry.path] = blob.data
+    return files
+
+
+def _disk_folder(workdir: Path, folder: str) -> dict[str, bytes]:
+    memdir = workdir / folder
+    try:
+        names = sorted(e.name for e in os.scandir(memdir) if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file())
+    except OSError:
+        names = []
+    files: dict[str, bytes] = {}
+    for name in names:
+        try:
+            files[f"{folder}/{name}"] = (memdir / name).read_bytes()
+        except OSError:
+            continue  # removed meanwhile: not part of what is checked
+    return files
 
 
 def _given_files(paths: list[str], cwd: Path, workdir: Path | None) -> tuple[list[str], list[str]]:
