@@ -47,7 +47,7 @@ def write_atomic(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.write(fd, data)
+            _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -56,13 +56,24 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise MemexError(
-            f"cannot write {path} ({_reason(exc)}) — nothing was changed; make {path.parent} and its files writable, then retry"
-        ) from None
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+        step = "free some disk space" if full else f"make {path.parent} and its files writable"
+        raise MemexError(f"cannot write {path} ({_reason(exc)}) — nothing was changed; {step}, then retry") from None
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Every byte, or an error: on a nearly full disk ``write`` writes part and says how
+    much, and a temp file cut short must never be renamed over a memory."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
 
 
 def render(memory: Memory) -> str:
