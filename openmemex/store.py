@@ -76,9 +76,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def render(memory: Memory) -> str:
+# A new text leaves this much below the readers' limit for what its lifecycle adds later
+# (status, superseded_by, review steps, a soft forget): a memory saved at the limit could
+# otherwise never be deprecated.
+LIFECYCLE_ROOM = 16 * 1024
+
+
+def render(memory: Memory, new: bool = False) -> str:
     """The file text, refused when a reader would quarantine it (too large, or holding
-    conflict markers): what is written can always be read back."""
+    conflict markers or a NUL): what is written can always be read back. ``new``: a text
+    being saved now (add, supersede), which must leave ``LIFECYCLE_ROOM``."""
     marker = conflict_marker_line(memory.body)
     if marker is not None:
         raise UsageError(
@@ -86,19 +93,25 @@ def render(memory: Memory) -> str:
             "put them in a ``` code block"
         )
     text = serialize(memory)
+    if "\x00" in text:  # a reader takes a file with a NUL byte for a binary file and skips it
+        raise UsageError("the memory holds a NUL character (U+0000), which would make its file unreadable — remove it")
     size = len(text.encode("utf-8"))
-    if size > MAX_FILE_BYTES:
+    limit = MAX_FILE_BYTES - LIFECYCLE_ROOM if new else MAX_FILE_BYTES
+    if size > limit:
+        if not new:
+            raise UsageError(f"this change would make {memory.id} larger than the {MAX_FILE_BYTES // 2**20} MB every "
+                             "reader accepts — supersede it with a shorter text first")  # fmt: skip
         raise UsageError(
-            f"memory too large ({size / 1e6:.1f} MB > {MAX_FILE_BYTES // 2**20} MB limit) — "
+            f"memory too large ({size / 1e6:.2f} MB > {limit / 1e6:.2f} MB limit) — "
             "save the key facts, or split it into several memories"
         )
     return text
 
 
-def save(memory: Memory, folder: Path) -> Path:
-    """Write ``memory`` as ``<folder>/<id>.md`` and remember where it went."""
+def save(memory: Memory, folder: Path, new: bool = False) -> Path:
+    """Write ``memory`` as ``<folder>/<id>.md`` and remember where it went (``new``: see ``render``)."""
     path = folder / f"{memory.id}.md"
-    write_atomic(path, render(memory))
+    write_atomic(path, render(memory, new))
     memory.path = path
     return path
 

@@ -180,7 +180,7 @@ def _add_locked(
         alias=pair[0],
         target=pair[1],
     )
-    path = store.save(memory, folder.path)
+    path = store.save(memory, folder.path, new=True)
     freshness.record(ctx, [(memory, folder)])
     return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
 
@@ -325,7 +325,7 @@ def _supersede_locked(
     )
     # New first (it points back), then the old one: a crash in between leaves a one-sided
     # chain that the next read heals; a refused second write removes the first (rollback).
-    path = store.save(new, folder.path)
+    path = store.save(new, folder.path, new=True)
     old.status = "superseded"
     old.superseded_by = new.id
     old.updated_at = stamp

@@ -16,6 +16,7 @@ import pytest
 
 from openmemex import paths
 from openmemex.memfile import MAX_FILE_BYTES, read_memory
+from openmemex.store import LIFECYCLE_ROOM
 from tests.conftest import Result, git, run_process
 from tests.helpers import personal_text
 
@@ -262,9 +263,9 @@ def test_duplicate_id_is_reported_and_every_command_names_its_copy(cli, data_roo
 def test_oversized_body_is_refused_on_write(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
     huge = "word " * (MAX_FILE_BYTES // 5 + 10)
     result = cli("add", huge, "--scope", "personal")
-    assert result.rc == 2 and "memory too large" in result.err and "2 MB limit" in result.err
+    assert result.rc == 2 and "memory too large" in result.err and "MB limit" in result.err
     assert not (data_root / PERSONAL).exists() or list((data_root / PERSONAL).iterdir()) == []
-    just_fits = "w" * (MAX_FILE_BYTES - 2000)
+    just_fits = "w" * (MAX_FILE_BYTES - LIFECYCLE_ROOM - 2000)
     memory_id = _add(cli, just_fits)
     assert cli("reindex").rc == 0
     assert memory_id in cli("list", "--scope", "personal", "--json").out  # the reader keeps it

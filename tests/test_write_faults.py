@@ -39,3 +39,41 @@ def test_a_disk_that_fills_up_mid_write_never_cuts_a_memory_short(cli: Any, data
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
     shown = run_process("show", memory_id, "--json")
     assert json.loads(shown.out)["body"] == words and json.loads(shown.out)["status"] == "active"
+
+
+def test_a_memory_saved_at_the_size_limit_can_still_change_status(cli: Any, data_root: Path) -> None:
+    """A new text keeps room below the readers' 2 MB for what its lifecycle adds: the largest
+    memory `add` takes can still be deprecated and soft-forgotten (they were refused as
+    "memory too large … split it"), and the reader still reads it after."""
+    from openmemex.memfile import MAX_FILE_BYTES
+    from openmemex.store import LIFECYCLE_ROOM
+
+    refused = cli("add", "x" * (MAX_FILE_BYTES - LIFECYCLE_ROOM), "--scope", "personal")
+    assert refused.rc == 2 and "memory too large" in refused.err
+    body = "x" * (MAX_FILE_BYTES - LIFECYCLE_ROOM - 1000)
+    memory_id = json.loads(cli("add", body, "--scope", "personal", "--json").out)["id"]
+    saved = _file(data_root, memory_id).stat().st_size
+    for args in (("status", memory_id, "deprecated"), ("status", memory_id, "active"), ("forget", memory_id, "--soft")):
+        result = cli(*args)
+        assert result.rc == 0, (args, result.err)
+    assert saved < _file(data_root, memory_id).stat().st_size <= MAX_FILE_BYTES
+    assert cli("reindex").rc == 0
+    assert json.loads(cli("show", memory_id, "--json").out)["status"] == "retracted"
+
+
+def test_a_nul_character_is_refused_before_it_is_written(data_root: Path) -> None:
+    """A reader takes a file with a NUL byte for a binary file and drops it from the index at
+    the next full read: an agent's text holding one was saved, found, then gone."""
+    import pytest
+
+    from openmemex.context import Context
+    from openmemex.errors import UsageError
+    from openmemex.write import add_memory
+
+    with Context.load() as ctx:
+        with pytest.raises(UsageError, match="NUL character"):
+            add_memory(ctx, "the cache key is a\x00b", scope="personal")
+        assert not list(data_root.rglob("*.md"))
+        tagged = add_memory(ctx, "the cache key is ab", tags=["a\x00b"], scope="personal")  # escaped in YAML: fine
+    assert run_process("reindex").rc == 0
+    assert tagged.id in run_process("list", "--scope", "personal").out
