@@ -175,8 +175,34 @@ def recover(db_path: Path, opened_ino: int | None, warn: Warn = warn_stderr) -> 
             move_aside(db_path, warn)
 
 
+def _refuse_odd_file(db_path: Path) -> None:
+    """``index.db`` is a regular file (or a link to one) or absent: a folder, a FIFO, a
+    dangling link or a file we may not open there is one line naming the fix (SQLite would
+    say "unable to open" or "disk I/O error", or block on a FIFO)."""
+    import stat
+
+    try:
+        mode = os.stat(db_path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(db_path):
+            raise MemexError(f"the index {db_path} is a link to a file that does not exist — remove the link; "
+                             "the index is rebuilt from the memory files") from None  # fmt: skip
+        return
+    except OSError as exc:
+        raise MemexError(f"cannot open the index {db_path} ({exc.strerror}) — make it readable and writable, or "
+                         "remove it; the index is rebuilt from the memory files") from None  # fmt: skip
+    if not stat.S_ISREG(mode):
+        raise MemexError(f"the index {db_path} is not a file — remove it (or move it away); the index is rebuilt "
+                         "from the memory files")  # fmt: skip
+
+
 def _connect(db_path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    _refuse_odd_file(db_path)
+    try:
+        conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    except sqlite3.OperationalError as exc:
+        raise MemexError(f"cannot open the index {db_path} ({exc}) — make it readable and writable, or remove it; "
+                         "the index is rebuilt from the memory files") from None  # fmt: skip
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -194,22 +220,46 @@ def _connect(db_path: Path) -> sqlite3.Connection:
             create_schema(conn)
     except sqlite3.OperationalError as exc:
         conn.close()
-        raise busy_error(exc) from None
+        raise busy_error(exc, db_path) from None
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def busy_error(exc: sqlite3.OperationalError) -> Exception:
+def _not_writable(db_path: Path) -> str:
+    """Which of the index's files (and its folder) this process may not write, as git would
+    name them: a -wal or -shm left read-only is otherwise never named."""
+    def locked(path: Path) -> bool:
+        try:
+            return not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222  # mode bits: for root too
+        except OSError:
+            return False
+
+    names = [p for p in (db_path.parent, db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if locked(p)]
+    return ", ".join(str(p) for p in names)
+
+
+def _path_of(conn: sqlite3.Connection) -> Path | None:
+    with contextlib.suppress(sqlite3.Error):
+        row = conn.execute("PRAGMA database_list").fetchone()
+        if row is not None and row[2]:
+            return Path(row[2])
+    return None
+
+
+def busy_error(exc: sqlite3.OperationalError, db_path: Path | None = None) -> Exception:
     if "disk is full" in str(exc) or "disk I/O" in str(exc):
         return MemexError(f"cannot write the index ({exc}) — free disk space in the data root (`open-memex where`)")
     if "locked" in str(exc) or "busy" in str(exc):
         return StoreBusyError("the memory store is busy (another open-memex is writing); nothing was lost — retry")
     if "unable to open" in str(exc) or "readonly" in str(exc):
+        culprits = _not_writable(db_path) if db_path is not None else ""
+        if culprits:
+            return MemexError(f"cannot write the index ({exc}) — make these writable: {culprits}")
         return MemexError(
-            f"cannot write the index ({exc}) — check that the data root and its index.db are writable "
-            "(`open-memex where`)"
+            f"cannot write the index ({exc}) — check that the data root and its index.db, index.db-wal and "
+            "index.db-shm are writable (`open-memex where`)"
         )
     return exc
 
@@ -272,7 +322,7 @@ def transaction(conn: sqlite3.Connection, check: bool = True) -> Iterator[None]:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        raise busy_error(exc) from None
+        raise busy_error(exc, _path_of(conn)) from None
     if check and not (index_schema.is_current(conn) and index_schema.rules_match(conn)):
         _rollback(conn)
         raise IndexReplaced("the index was rebuilt by another open-memex while this command ran; nothing was "
@@ -281,7 +331,7 @@ def transaction(conn: sqlite3.Connection, check: bool = True) -> Iterator[None]:
         yield
     except sqlite3.OperationalError as exc:
         _rollback(conn)
-        mapped = busy_error(exc)  # a read-only index, a full disk: one line, not a traceback
+        mapped = busy_error(exc, _path_of(conn))  # a read-only index, a full disk: one line, not a traceback
         if mapped is exc:
             raise
         raise mapped from None
@@ -293,7 +343,7 @@ def transaction(conn: sqlite3.Connection, check: bool = True) -> Iterator[None]:
             conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             _rollback(conn)
-            raise busy_error(exc) from None
+            raise busy_error(exc, _path_of(conn)) from None
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -1,0 +1,66 @@
+"""An index.db SQLite cannot open, or cannot write, is one line naming the file to fix —
+never exit 70 — and the index, being a cache, can always be removed and rebuilt."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import run_process
+
+# As root, permission bits do not stop a write: drop the capabilities that skip them.
+AS_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"] if os.geteuid() == 0 else []
+
+
+def _run(*args: str, user: bool = False) -> subprocess.CompletedProcess[str]:
+    """``open-memex ARGS`` as a process (as a user without permission overrides: ``user``)."""
+    prefix = AS_USER if user else []
+    return subprocess.run([*prefix, sys.executable, "-m", "openmemex", *args], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+
+
+def test_an_index_that_cannot_be_opened_is_one_line_and_the_fix_works(data_root: Path) -> None:
+    assert run_process("add", "qcant1z a memory", "--scope", "personal").rc == 0
+    db = data_root / "index.db"
+    cases = {"a folder": lambda: db.mkdir(), "a FIFO": lambda: os.mkfifo(db),
+             "a dangling link": lambda: db.symlink_to(data_root / "nowhere" / "x.db")}  # fmt: skip
+    for name, make in cases.items():
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        make()
+        for command in (("search", "qcant1z"), ("list",), ("reindex",)):
+            result = _run(*command)
+            assert result.returncode == 1, (name, command, result.stderr)
+            assert str(db) in result.stderr and "rebuilt from the memory files" in result.stderr, (name, result.stderr)
+            assert result.stderr.count("\n") == 1 and "internal error" not in result.stderr
+        if db.is_dir() and not db.is_symlink():
+            shutil.rmtree(db)
+        else:
+            db.unlink()
+        assert "qcant1z" in run_process("search", "qcant1z").out  # removed: rebuilt from the files
+    db.chmod(0)
+    try:
+        result = _run("list", user=True)
+        assert result.returncode == 1 and "cannot open the index" in result.stderr, result.stderr
+        assert "make it readable and writable, or remove it" in result.stderr
+    finally:
+        db.chmod(0o644)
+
+
+def test_a_read_only_shm_left_behind_is_named(data_root: Path) -> None:
+    """SQLite makes index.db-shm with index.db's mode: after the index was read-only once,
+    restoring index.db's mode did not help, and the message never named the -shm file."""
+    assert run_process("add", "qshmz a memory", "--scope", "personal").rc == 0
+    db = data_root / "index.db"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.chmod(0o444)
+    _run("list", user=True)
+    db.chmod(0o644)
+    shm = Path(f"{db}-shm")
+    assert shm.exists() and not shm.stat().st_mode & 0o222
+    result = _run("add", "qshmz another memory", "--scope", "personal", user=True)
+    assert result.returncode == 1 and f"make these writable: {shm}" in result.stderr, result.stderr
