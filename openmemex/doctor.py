@@ -53,6 +53,8 @@ def run_checks(ctx: Context) -> list[Check]:
     freshness.sync(ctx, "all")
     conn = ctx.conn  # the sync may have rebuilt a damaged index
     bad = index.quarantined(conn)
+    unreadable = [str(f.path) for f in ctx.folders("all") if f.path.is_dir() and not os.access(f.path, os.R_OK | os.X_OK)]
+    bad += [(folder, "the folder cannot be read — chmod u+rx") for folder in unreadable]
     checks.append(Check("memory files", not bad, "all readable" if not bad else
                         f"{len(bad)} skipped: " + "; ".join(f"{p}: {r}" for p, r in bad[:5])))  # fmt: skip
     dirs = [str(f.path) for f in ctx.folders("all")]

@@ -123,6 +123,19 @@ def reconcile_names(conn: sqlite3.Connection, folder: Folder, only: set[str], wa
     return _reconcile_folder(conn, folder, "request", warn, progress, only)
 
 
+_told_unreadable: set[str] = set()  # folders already reported by this process (a server: once, not per call)
+
+
+def _unreadable(folder: Folder, exc: OSError, warn: Warn, stats: SyncStats) -> SyncStats:
+    """A folder this process may not list (another user's, a chmod): its rows stay as last
+    indexed — a permission problem is no reason to forget memories — and it is said once."""
+    if str(folder.path) not in _told_unreadable:
+        _told_unreadable.add(str(folder.path))
+        warn(f"cannot read {folder.path} ({exc.strerror}) — its memories stay as last indexed; "
+             "make the folder readable (chmod u+rx) to bring them up to date")  # fmt: skip
+    return stats
+
+
 def _reconcile_folder(
     conn: sqlite3.Connection, folder: Folder, kind: str, warn: Warn, progress: Callable[[int, int], None] | None,
     only: set[str] | None = None,
@@ -135,7 +148,10 @@ def _reconcile_folder(
         stored = index.stored_fingerprint(conn, key)
         first = stored is None
         if not first:
-            seen = folder_checksum(folder.path)
+            try:
+                seen = folder_checksum(folder.path)
+            except PermissionError as exc:
+                return _unreadable(folder, exc, warn, stats)
             if stored == seen:
                 stats.scanned = seen[1]
                 if kind != "request":
@@ -157,7 +173,10 @@ def _reconcile_folder(
     if only is not None:
         known = {p: sig for p, sig in known.items() if p in only}
         held = {p: sig for p, sig in held.items() if p in only}
-    on_disk, odd, scanned = _scan(folder.path) if only is None else _scan(folder.path, only)
+    try:
+        on_disk, odd, scanned = _scan(folder.path) if only is None else _scan(folder.path, only)
+    except PermissionError as exc:
+        return _unreadable(folder, exc, warn, stats)
     if first:
         seen = scanned
     stats.scanned = len(on_disk)

@@ -64,3 +64,35 @@ def test_a_read_only_shm_left_behind_is_named(data_root: Path) -> None:
     assert shm.exists() and not shm.stat().st_mode & 0o222
     result = _run("add", "qshmz another memory", "--scope", "personal", user=True)
     assert result.returncode == 1 and f"make these writable: {shm}" in result.stderr, result.stderr
+
+
+def test_an_unreadable_scope_folder_is_one_warning_and_forgets_nothing(data_root: Path) -> None:
+    """A teammate's folder (or anything at mode 000) in memories/: `--scope all`, `reindex`
+    and `doctor` crashed with exit 70. Now one warning; the rows indexed before stay (a
+    permission problem is no reason to forget memories), and doctor names the folder."""
+    assert run_process("add", "qmine1z my own memory", "--scope", "personal").rc == 0
+    other = data_root / "memories" / "project__other__0123456789ab"
+    other.mkdir(parents=True)
+    theirs = run_process("add", "qtheirs1z a memory of the other project", "--scope", "personal")
+    assert theirs.rc == 0
+    moved = next((data_root / "memories" / "personal").glob("*.md"))
+    for path in (data_root / "memories" / "personal").glob("*.md"):
+        if "qtheirs1z" in path.read_text():
+            moved = path
+    text = moved.read_text().replace("scope: personal", "scope: project").replace(
+        "scope_key: personal", "scope_key: project__other__0123456789ab").replace("visibility: private", "visibility: internal")
+    (other / moved.name).write_text(text)
+    moved.unlink()
+    assert "qtheirs1z" in run_process("search", "qtheirs1z", "--scope", "all").out
+    other.chmod(0)
+    try:
+        for command in (("search", "qtheirs1z", "--scope", "all"), ("list", "--scope", "all"), ("reindex",), ("doctor",)):
+            result = _run(*command, user=True)
+            assert "internal error" not in result.stderr and "Traceback" not in result.stderr, (command, result.stderr)
+            assert result.stderr.count("cannot read") == 1 and str(other) in result.stderr, (command, result.stderr)
+            if command[0] == "search":
+                assert result.returncode == 0 and "qtheirs1z" in result.stdout  # still as last indexed
+            if command[0] == "doctor":
+                assert "the folder cannot be read" in result.stdout
+    finally:
+        other.chmod(0o755)
