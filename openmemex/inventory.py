@@ -10,7 +10,6 @@ bundle uses): a stray ``git add -A`` would otherwise carry them into a commit.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from .errors import MemexError, UsageError
 from .gitinfo import discover
 from .ids import format_time
 from .listing import Listing, entry_line
+from .terminal import json_text
 
 FORMAT = "open-memex-inventory/2"
 FORMATS = ("text", "json", "html")
@@ -107,7 +107,7 @@ def to_json(listing: Listing, scope: str) -> dict[str, object]:
 
 
 def render_json(listing: Listing, scope: str) -> str:
-    return json.dumps(to_json(listing, scope), ensure_ascii=False, indent=2) + "\n"
+    return json_text(to_json(listing, scope), indent=2) + "\n"
 
 
 def default_html_path(root: Path) -> Path:

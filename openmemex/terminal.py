@@ -3,9 +3,10 @@
 A memory is text someone else may have written (a teammate's pull, a hand edit, an agent):
 ESC/CSI/OSC sequences in it would retitle the terminal, clear the screen or hide lines, and
 bidi overrides would make it read differently from what it is. Every human-text print goes
-through :func:`safe`, which turns such characters into visible escapes. JSON output needs
-none of this: ``json.dumps`` escapes C0 controls itself, and a program reading it gets the
-text exactly as stored.
+through :func:`safe`, which turns such characters into visible escapes. JSON output goes
+through :func:`json_text`: ``json.dumps`` escapes C0 controls only, so the others (C1's CSI
+U+009B, bidi overrides) become ``\\uXXXX`` escapes too — the same string to a program
+reading it, inert on a terminal.
 
 Only ``re`` is imported: this module sits on every CLI path and in the core's warnings.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UNSAFE", "safe"]
+__all__ = ["UNSAFE", "json_text", "safe"]
 
 # C0 controls except \t and \n, DEL, C1 controls; bidi embeddings/overrides (U+202A–U+202E)
 # and isolates (U+2066–U+2069), the Trojan Source set; lone surrogates (undecodable bytes
@@ -37,3 +38,14 @@ def safe(text: str) -> str:
     if UNSAFE.search(text) is None:
         return text
     return UNSAFE.sub(_escape, text)
+
+
+def json_text(document: object, **options: object) -> str:
+    """``json.dumps(document, ensure_ascii=False, **options)`` with every ``UNSAFE``
+    character left by it written as a JSON ``\\uXXXX`` escape: equal JSON, safe to print."""
+    import json
+
+    text = json.dumps(document, ensure_ascii=False, **options)  # type: ignore[arg-type]
+    if UNSAFE.search(text) is None:
+        return text
+    return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -21,7 +21,7 @@ ID = re.compile(r"\b([0-7][0-9A-HJKMNP-TV-Z]{25})\b")
 MAIN = "from openmemex.cli.app import main; main()"
 # what must never reach a terminal raw: C0 but \t \n, DEL, C1, bidi overrides and isolates
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-HOSTILE = "title \x1b]0;pwned\x07 then \x1b[2J cleared and \u202eesrever"
+HOSTILE = "title \x1b]0;pwned\x07 then \x1b[2J cleared and \u202eesrever \x9b2J csi"
 VISIBLE = ("\\x1b]0;pwned\\x07", "\\x1b[2J", "\\u202eesrever")
 
 
@@ -119,7 +119,12 @@ def test_stored_escapes_never_reach_the_terminal(cli: Any) -> None:
     # a near duplicate's notice quotes the stored text on stderr
     notice = cli("add", HOSTILE + " again", "--scope", "personal").err
     assert "similar memory exists" in notice and not RAW.search(notice)
-    # --json is for programs: the text round-trips exactly
+    # --json is for programs: the text round-trips exactly, and what json.dumps leaves raw
+    # (C1's CSI, bidi overrides) is a \uXXXX escape, inert on a terminal
+    for args in (("list", "--scope", "personal", "--json"), ("show", memory_id, "--json"),
+                 ("search", "cleared", "--scope", "personal", "--json"), ("inventory", "--format", "json")):
+        printed = cli(*args).out
+        assert not RAW.search(printed), (args, repr(printed))
     listing = json.loads(cli("list", "--scope", "personal", "--json").out)
     assert HOSTILE in [m["content"] for s in listing["sections"] for m in s["memories"]]
     assert json.loads(cli("show", memory_id, "--json").out)["body"].strip() == HOSTILE

@@ -62,9 +62,9 @@ def out_exact(text: str) -> None:
 
 def emit_json(document: Any) -> None:
     """Exactly one JSON document on stdout (SPEC §6)."""
-    import json  # only for --json: a text run never loads it
+    from ..terminal import json_text  # json is loaded only for --json: a text run never loads it
 
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.write(json_text(document, indent=2, default=str) + "\n")
 
 
 def split_list(value: str | None, seps: str = ",") -> list[str]:

@@ -160,9 +160,9 @@ def sarif(report: ScanReport) -> dict[str, Any]:
 
 
 def _json(document: Any) -> None:
-    import json  # only for --format json/sarif: a text run never loads it
+    from ..terminal import json_text  # json is loaded only for --format json/sarif
 
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json_text(document, indent=2) + "\n")
 
 
 def _line(text: str) -> None:

@@ -324,7 +324,6 @@ def run_cli(apply: bool = False, as_json: bool = False, api_url: str | None = No
             cwd: Path | None = None) -> int:  # fmt: skip
     """``open-memex pr-status [--apply] [--json]``: print the report, return the exit code.
     A ``MemexError`` propagates to the CLI's error handler (one line, exit 1)."""
-    import json
     import sys
 
     from ..context import Context
@@ -332,7 +331,9 @@ def run_cli(apply: bool = False, as_json: bool = False, api_url: str | None = No
     with Context.load(cwd) as ctx:
         report = pr_status(ctx, apply=apply, api_url=api_url)
     if as_json:
-        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+        from ..terminal import json_text
+
+        sys.stdout.write(json_text(report.to_json(), indent=2) + "\n")
     else:
         from ..terminal import safe  # file names and notes come from the PR
 
