@@ -33,6 +33,7 @@ FIELD_ORDER = (
 )  # fmt: skip
 TIME_FIELDS = ("created_at", "updated_at")
 MAX_ALIASES = 4
+MAX_TAGS = 64  # a new memory's tags: findable words, not a word list (the file reader keeps whatever it finds)
 
 
 @dataclass
@@ -113,8 +114,10 @@ def normalize_tags(values: list[str] | str | None) -> list[str]:
     if isinstance(values, str):
         values = values.split(",")
     out: list[str] = []
+    seen: set[str] = set()  # a list's `in` made 40k tags take 6 s
     for value in values or []:
         text = str(value).strip()
-        if text and text not in out:
+        if text and text not in seen:
+            seen.add(text)
             out.append(text)
     return out

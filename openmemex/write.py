@@ -16,6 +16,7 @@ from .lifecycle import successor_missing
 from .lookup import locked
 from .model import (
     IMPORTANCE,
+    MAX_TAGS,
     ROLES,
     SOURCES,
     TYPES,
@@ -111,6 +112,8 @@ def add_memory(
     folder = ctx.write_folder(scope)
     if not content.strip():
         raise UsageError("nothing to save: the memory text is empty")
+    if len(normalize_tags(tags)) > MAX_TAGS:  # a new memory's own; a file's or a bundle's are kept as they are
+        raise UsageError(f"too many tags ({len(normalize_tags(tags))} > {MAX_TAGS}) — keep the few words that help find it")
     cleaned, masked, private = clean_all(ctx, content, tags, aliases)
     body, clean_tags, clean_aliases = cleaned
     if not ctx.config.values.get("captureAliases", True):
