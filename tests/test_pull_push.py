@@ -348,3 +348,16 @@ def test_pygit2_push_never_goes_past_a_pre_push_hook(cli: Any, team: tuple[Path,
     refused = cli("push")
     assert refused.rc == 1 and "tests must pass first" in refused.err
     assert git("rev-parse", "main", cwd=remote) == before
+
+
+def test_pull_follows_the_remotes_own_fetch_refspec(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    """The upstream's remote-tracking ref is where the remote's fetch refspec files it, not
+    always refs/remotes/<remote>/<branch>."""
+    _, alice, bob = team
+    git("config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/team/*", cwd=alice)
+    new = commit_file(bob, "notes.txt", "from bob\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    result = cli("pull")
+    assert result.rc == 0, result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == new
+    assert git("rev-parse", "refs/remotes/origin/team/main", cwd=alice).strip() == new

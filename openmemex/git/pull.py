@@ -42,6 +42,9 @@ def _transport(ctx: Context) -> Transport:
     return get_transport(str(ctx.config.values.get("sync", {}).get("transport", "auto")))
 
 
+GIT_DIRECTION_FETCH = 0  # libgit2's git_direction: a refspec's direction
+
+
 def _branch_and_upstream(gitrepo: GitRepo) -> tuple[str, str, str]:
     """(branch, remote, the upstream's remote-tracking ref) from the branch's config, as git
     reads it: an unborn branch (a clone of an empty repository) has its upstream too."""
@@ -57,7 +60,13 @@ def _branch_and_upstream(gitrepo: GitRepo) -> tuple[str, str, str]:
             f"branch {name} has no upstream — set one with `git branch --set-upstream-to=origin/{name}`, "
             "or publish it with `open-memex push`; nothing was changed"
         )
-    return name, remote, f"refs/remotes/{remote}/{merge.removeprefix('refs/heads/')}"
+    handle = repo.remotes[remote]
+    for n in range(handle.refspec_count):  # where the remote's fetch refspec files the branch
+        spec = handle.get_refspec(n)
+        if spec.direction == GIT_DIRECTION_FETCH and spec.src_matches(merge):
+            return name, remote, str(spec.transform(merge))
+    raise MemexError(f"{remote}'s fetch refspecs do not fetch {merge} (the upstream of {name}) — check "
+                     f"`git config --get-all remote.{remote}.fetch`; nothing was changed")  # fmt: skip
 
 
 def _refuse_busy(gitrepo: GitRepo) -> None:
