@@ -58,6 +58,7 @@ def run_checks(ctx: Context) -> list[Check]:
     checks.append(Check("memory files", not bad, "all readable" if not bad else
                         f"{len(bad)} skipped: " + "; ".join(f"{p}: {r}" for p, r in bad[:5])))  # fmt: skip
     dirs = [str(f.path) for f in ctx.folders("all")]
+    checks.append(_rows_agree(ctx, conn))
     checks.append(_duplicate_ids(conn, dirs))
     checks.append(_chains(conn, dirs))
     git = shutil.which("git")
@@ -78,6 +79,41 @@ def run_checks(ctx: Context) -> list[Check]:
                         f"for `git memex --help`: export MANPATH=\"{paths.manpath()}:$MANPATH\" "
                         "(git memex -h always works)"))  # fmt: skip
     return checks
+
+
+# What a row holds straight from its file. Inside a repository a read heals a one-sided
+# supersede pointer in the index only (it never dirties the work tree): those fields may
+# rightly differ there.
+_FROM_FILE = ("scope", "scope_key", "visibility", "project_name", "type", "role", "importance", "review_state",
+              "source", "status", "supersedes", "superseded_by")  # fmt: skip
+_HEALED_IN_INDEX = {"status", "supersedes", "superseded_by"}
+
+
+def _rows_agree(ctx: Context, conn: sqlite3.Connection) -> Check:
+    """Every index row says what its file says. The index is a cache the fingerprint keeps
+    fresh; a row changed behind it (a sqlite3 shell, a bug of ours) is found here, and
+    ``reindex`` rebuilds it. Reads every memory file once."""
+    from .memfile import MemoryFileError, read_memory
+
+    differ: list[str] = []
+    for folder in ctx.folders("all"):
+        fields = [f for f in _FROM_FILE if folder.location != "repo" or f not in _HEALED_IN_INDEX]
+        for row in conn.execute(f"SELECT file_path, id, content, {', '.join(fields)} FROM memories WHERE dir = ?",
+                                (str(folder.path),)):  # fmt: skip
+            try:
+                memory = read_memory(row["file_path"], folder.scope_key, keep_raw=False)
+            except (MemoryFileError, OSError):
+                continue  # changed or gone since the sync: the next read takes it up
+            wrong = [f for f in fields if row[f] != getattr(memory, f)]
+            if row["content"] != memory.body:
+                wrong.append("body")
+            if wrong:
+                differ.append(f"{row['id']} ({', '.join(wrong)})")
+    if not differ:
+        return Check("index rows", True, "every row says what its file says")
+    more = f" (and {len(differ) - 3} more)" if len(differ) > 3 else ""
+    return Check("index rows", False, f"{len(differ)} row(s) differ from their files: {'; '.join(differ[:3])}{more} "
+                 "— changed outside open-memex; rebuild the index with `open-memex reindex`")  # fmt: skip
 
 
 def _duplicate_ids(conn: sqlite3.Connection, dirs: list[str]) -> Check:

@@ -96,3 +96,29 @@ def test_an_unreadable_scope_folder_is_one_warning_and_forgets_nothing(data_root
                 assert "the folder cannot be read" in result.stdout
     finally:
         other.chmod(0o755)
+
+
+def test_doctor_finds_a_row_changed_behind_the_index(data_root: Path) -> None:
+    """The fingerprint trusts rows whose files did not change: a row edited by a sqlite3
+    shell (a column no trigger guards, such as status) kept a memory hidden, and doctor said
+    all was well. Doctor compares every row with its file and names `reindex`, which heals it."""
+    import json
+    import sqlite3
+
+    added = run_process("add", "qfsz the staging db is read-only on weekends", "--scope", "personal", "--json")
+    memory_id = json.loads(added.out)["id"]
+    supersede = run_process("supersede", memory_id, "qfsz the staging db is read-only on Sundays", "--json")
+    assert supersede.rc == 0, supersede.err
+
+    def rows_check() -> dict[str, object]:
+        checks = json.loads(run_process("doctor", "--json").out)["checks"]
+        return next(c for c in checks if c["name"] == "index rows")  # type: ignore[no-any-return]
+
+    assert rows_check()["ok"], rows_check()
+    with sqlite3.connect(data_root / "index.db") as foreign:
+        foreign.execute("UPDATE memories SET status = 'retracted' WHERE content LIKE '%Sundays%'")
+    assert "qfsz" not in run_process("search", "qfsz").out  # hidden by the edit
+    found = rows_check()
+    assert not found["ok"] and "(status)" in str(found["detail"]) and "open-memex reindex" in str(found["detail"])
+    assert run_process("reindex").rc == 0
+    assert rows_check()["ok"] and "Sundays" in run_process("search", "qfsz").out
