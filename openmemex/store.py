@@ -99,11 +99,12 @@ def render(memory: Memory, new: bool = False) -> str:
     limit = MAX_FILE_BYTES - LIFECYCLE_ROOM if new else MAX_FILE_BYTES
     if size > limit:
         if not new:
-            raise UsageError(f"this change would make {memory.id} larger than the {MAX_FILE_BYTES // 2**20} MB every "
-                             "reader accepts — supersede it with a shorter text first")  # fmt: skip
+            raise UsageError(f"{memory.id} is too close to the {MAX_FILE_BYTES // 2**20} MB every reader accepts for "
+                             f"this change (its file would be {size:,} bytes) — shorten its text in the file, "
+                             "then retry")  # fmt: skip
         raise UsageError(
-            f"memory too large ({size / 1e6:.2f} MB > {limit / 1e6:.2f} MB limit) — "
-            "save the key facts, or split it into several memories"
+            f"memory too large ({size:,} bytes; a new memory is at most {limit:,}, 2 MB less "
+            f"{LIFECYCLE_ROOM // 1024} KB kept for its later changes) — save the key facts, or split it into several memories"
         )
     return text
 

@@ -112,8 +112,7 @@ def add_memory(
     folder = ctx.write_folder(scope)
     if not content.strip():
         raise UsageError("nothing to save: the memory text is empty")
-    if len(normalize_tags(tags)) > MAX_TAGS:  # a new memory's own; a file's or a bundle's are kept as they are
-        raise UsageError(f"too many tags ({len(normalize_tags(tags))} > {MAX_TAGS}) — keep the few words that help find it")
+    check_tag_count(tags)
     cleaned, masked, private = clean_all(ctx, content, tags, aliases)
     body, clean_tags, clean_aliases = cleaned
     if not ctx.config.values.get("captureAliases", True):
@@ -186,6 +185,14 @@ def _add_locked(
     path = store.save(memory, folder.path, new=True)
     freshness.record(ctx, [(memory, folder)])
     return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
+
+
+def check_tag_count(tags: list[str] | str | None) -> None:
+    """The tags given for a new text (add, supersede) are a few findable words; a file's or a
+    bundle's are kept as they are."""
+    count = len(normalize_tags(tags))
+    if count > MAX_TAGS:
+        raise UsageError(f"too many tags ({count} > {MAX_TAGS}) — keep the few words that help find it")
 
 
 def clean_all(
@@ -281,6 +288,7 @@ def supersede(
     that had entered review re-enters at ``proposed`` (D64) in the same folder. Decided
     and written under the scope's lock: of four concurrent supersedes of one id, one wins
     and three are told who replaced it."""
+    check_tag_count(tags)  # given anew; tags carried over from the old memory are kept as they are
     with locked(ctx, memory_id) as (old, folder):
         return _supersede_locked(ctx, old, folder, content, type=type, tags=tags, aliases=aliases, source=source)
 

@@ -263,7 +263,7 @@ def test_duplicate_id_is_reported_and_every_command_names_its_copy(cli, data_roo
 def test_oversized_body_is_refused_on_write(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
     huge = "word " * (MAX_FILE_BYTES // 5 + 10)
     result = cli("add", huge, "--scope", "personal")
-    assert result.rc == 2 and "memory too large" in result.err and "MB limit" in result.err
+    assert result.rc == 2 and "memory too large" in result.err and "a new memory is at most" in result.err
     assert not (data_root / PERSONAL).exists() or list((data_root / PERSONAL).iterdir()) == []
     just_fits = "w" * (MAX_FILE_BYTES - LIFECYCLE_ROOM - 2000)
     memory_id = _add(cli, just_fits)

@@ -275,3 +275,13 @@ def test_lane_answers_inline_when_the_worker_is_gone_and_never_shares_uncommitte
         reader.conn.execute("UPDATE memories SET importance = importance WHERE id != ?", (kitten,))
         decisions = search(reader, "kitten sofa", scope="both", type="decision").hits
         assert kitten not in [h.id for h in decisions] and all(h.type == "decision" for h in decisions)
+
+
+def test_the_lane_module_imports_where_python_has_no_fork() -> None:
+    """os.register_at_fork is POSIX only: on Windows the module must still import (a search
+    with the lane on was an internal error there)."""
+    import subprocess
+
+    code = "import os; del os.register_at_fork; import openmemex.embeddings; print('ok')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

@@ -282,11 +282,16 @@ def test_a_checkout_that_fails_midway_puts_the_files_back(cli: Any, team: tuple[
     from openmemex.git import pull as pull_module
 
     _, alice, bob = team
+    commit_file(alice, "mine.txt", "mine\n")
+    git("push", "-q", "origin", "main", cwd=alice)
+    git("pull", "-q", "--ff-only", cwd=bob)
     commit_file(bob, "README.md", "hello from bob\n")
     commit_file(bob, "added.txt", "new\n")
+    commit_file(bob, "mine.txt", "theirs\n")
     git("rm", "-q", "notes.txt", cwd=bob)
     git("commit", "-qm", "drop notes", cwd=bob)
     git("push", "-q", "origin", "main", cwd=bob)
+    (alice / "mine.txt").write_text("theirs\n")  # the user's own unstaged edit, equal to the upstream's: theirs to keep
     checked = pull_module._refuse_busy
 
     def then_locked(gitrepo: Any) -> None:
@@ -298,8 +303,10 @@ def test_a_checkout_that_fails_midway_puts_the_files_back(cli: Any, team: tuple[
         result = cli("pull")
     assert result.rc == 1 and "the fast-forward failed" in result.err and "nothing was changed" in result.err
     (alice / ".git" / "index.lock").unlink()
-    assert git("status", "--porcelain", "--untracked-files=all", cwd=alice) == ""
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=alice) == " M mine.txt\n"  # theirs: kept
     assert (alice / "README.md").read_text() == "hello\n" and (alice / "notes.txt").read_text() == "line\n"
+    assert (alice / "mine.txt").read_text() == "theirs\n"
+    git("checkout", "--", "mine.txt", cwd=alice)
     assert cli("pull").rc == 0 and (alice / "added.txt").read_text() == "new\n" and not (alice / "notes.txt").exists()
 
 
@@ -361,3 +368,30 @@ def test_pull_follows_the_remotes_own_fetch_refspec(cli: Any, team: tuple[Path, 
     assert result.rc == 0, result.err
     assert git("rev-parse", "HEAD", cwd=alice).strip() == new
     assert git("rev-parse", "refs/remotes/origin/team/main", cwd=alice).strip() == new
+
+
+@pytest.mark.parametrize("setting", ["no destination", "negative", "local", "url"])
+def test_pull_refuses_an_upstream_it_cannot_follow_with_the_reason(cli: Any, team: tuple[Path, Path, Path],
+                                                                   setting: str) -> None:  # fmt: skip
+    """A fetch refspec without a destination or one that excludes the branch fetches no
+    remote-tracking ref to fast-forward to (a negative one made pull say "up to date" while
+    the remote was ahead); a branch tracking a local branch or a URL names `git pull`."""
+    remote, alice, bob = team
+    commit_file(bob, "notes.txt", "from bob\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    old = git("rev-parse", "HEAD", cwd=alice).strip()
+    if setting == "no destination":
+        git("config", "--replace-all", "remote.origin.fetch", "refs/heads/main", cwd=alice)
+    elif setting == "negative":
+        git("config", "--replace-all", "remote.origin.fetch", "^refs/heads/main", cwd=alice)
+        git("config", "--add", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*", cwd=alice)
+    elif setting == "local":
+        git("config", "branch.main.remote", ".", cwd=alice)
+    else:
+        git("config", "branch.main.remote", str(remote), cwd=alice)
+    result = cli("pull")
+    assert result.rc == 1 and "nothing was changed" in result.err and "internal error" not in result.err, result.err
+    expected = {"no destination": "fetch refspecs do not fetch refs/heads/main", "negative": "do not fetch",
+                "local": "tracks a local branch", "url": "rather than a named remote"}[setting]  # fmt: skip
+    assert expected in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == old

@@ -271,3 +271,19 @@ def test_a_side_over_the_size_limit_is_never_merged_in(cli: Any, git_repo: Path)
     assert result.rc == 3 and "is too large (2.5 MB > 2 MB limit)" in result.err, result.err
     assert path.read_bytes() == before
     assert f"{MEMDIR}/{memory_id}.md" in cli("resolve").out  # still conflicted, nothing staged
+
+
+def test_a_merge_of_two_sides_that_each_fit_but_together_do_not_is_refused(cli: Any, git_repo: Path) -> None:
+    """Each side is 1.1 MB, their field-level merge 2.2 MB: `resolve` must not stage a file
+    every reader then refuses (the sides' own check does not see it)."""
+    chunk = ("z" * 99 + "\n") * 11_000
+    base_body = "Cache TTL is 60s.\n\nSecond paragraph stays.\n"
+    memory_id = conflict(git_repo, base={"body": base_body},
+                         ours={"tags": ["cache", "ours"], "body": chunk + "\n" + base_body},
+                         theirs={"tags": ["cache", "theirs"], "body": base_body + "\n" + chunk})  # fmt: skip
+    path = git_repo / MEMDIR / f"{memory_id}.md"
+    before = path.read_bytes()
+    result = cli("resolve", memory_id)
+    assert result.rc == 3 and "over the 2 MB every reader accepts" in result.err, result.err
+    assert path.read_bytes() == before
+    assert f"{MEMDIR}/{memory_id}.md" in cli("resolve").out  # still conflicted, nothing staged

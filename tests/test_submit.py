@@ -176,8 +176,23 @@ def test_a_leftover_repo_copy_is_checked_as_a_draft_is(cli: Any, git_repo: Path,
     result = cli("submit", memory)
     assert result.rc == 1 and "nothing was submitted" in result.err, result.out
     assert {"secret": "possible secret", "personal": "a personal memory", "private": "visibility: private",
-            "published": "is published, but a submit writes it proposed"}[edit] in result.err  # fmt: skip
+            "published": "is published, which no review step"}[edit] in result.err  # fmt: skip
     assert git("rev-parse", "HEAD", cwd=git_repo) == head and target.read_text() == text
+
+
+def test_a_leftover_repo_copy_promoted_by_review_is_still_committed(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """Review may move the copy an interrupted submit left (promote: approved): that is no
+    hand edit, and the re-run commits it as it is."""
+    memory = draft(cli, "the deploy job needs the VPN")
+    text = next(data_root.rglob(f"{memory}.md")).read_text().replace("review_state: draft", "review_state: proposed")
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(text)
+    assert cli("promote", memory, "--by", "bo").rc == 0
+    assert "review_state: approved" in target.read_text()
+    result = cli("submit", memory)
+    assert result.rc == 0, result.err
+    assert "review_state: approved" in git("show", f"HEAD:.ai/open-memex/{memory}.md", cwd=git_repo)
 
 
 def test_rerun_never_rewinds_review_progress(cli: Any, git_repo: Path, data_root: Path) -> None:

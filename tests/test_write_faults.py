@@ -88,4 +88,9 @@ def test_tags_are_deduplicated_in_linear_time_and_a_new_memory_takes_at_most_64(
     assert normalize_tags(many) == many[:100_000]  # order kept, twins dropped (quadratic: minutes)
     refused = cli("add", "a memory with a word list for tags", "--tags", ",".join(f"t{i}" for i in range(MAX_TAGS + 1)))
     assert refused.rc == 2 and f"too many tags ({MAX_TAGS + 1} > {MAX_TAGS})" in refused.err
-    assert cli("add", "a memory with enough tags", "--tags", ",".join(f"t{i}" for i in range(MAX_TAGS))).rc == 0
+    added = cli("add", "a memory with enough tags", "--tags", ",".join(f"t{i}" for i in range(MAX_TAGS)), "--json")
+    assert added.rc == 0
+    memory_id = json.loads(added.out)["id"]
+    refused = cli("supersede", memory_id, "a new text", "--tags", ",".join(f"t{i}" for i in range(MAX_TAGS + 1)))
+    assert refused.rc == 2 and "too many tags" in refused.err
+    assert cli("supersede", memory_id, "a new text keeping the old tags").rc == 0

@@ -101,7 +101,8 @@ def _after_fork_in_child() -> None:
     _lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX only; Windows has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _state(ctx: Context, model: str) -> tuple[str, str, int, str]:

@@ -55,18 +55,37 @@ def _branch_and_upstream(gitrepo: GitRepo) -> tuple[str, str, str]:
     assert name is not None
     remote, merge = (str(repo.config[f"branch.{name}.{key}"]) if f"branch.{name}.{key}" in repo.config else ""
                      for key in ("remote", "merge"))  # fmt: skip
-    if not remote or remote == "." or not merge.startswith("refs/heads/") or remote not in repo.remotes.names():
+    if remote == ".":
+        raise MemexError(f"branch {name} tracks a local branch ({merge.removeprefix('refs/heads/')}); open-memex pulls "
+                         "from a remote — use `git merge` (or `git pull`) for it; nothing was changed")  # fmt: skip
+    if remote and remote not in repo.remotes.names():
+        raise MemexError(f"branch {name} tracks {remote} rather than a named remote — pull it with `git pull`; "
+                         "nothing was changed")  # fmt: skip
+    if not remote or not merge.startswith("refs/heads/"):
         raise MemexError(
             f"branch {name} has no upstream — set one with `git branch --set-upstream-to=origin/{name}`, "
             "or publish it with `open-memex push`; nothing was changed"
         )
     handle = repo.remotes[remote]
-    for n in range(handle.refspec_count):  # where the remote's fetch refspec files the branch
-        spec = handle.get_refspec(n)
-        if spec.direction == GIT_DIRECTION_FETCH and spec.src_matches(merge):
+    specs = [handle.get_refspec(n) for n in range(handle.refspec_count)]
+    fetched = [s for s in specs if s.direction == GIT_DIRECTION_FETCH]
+    # a negative refspec (^refs/heads/x) keeps a branch out of every fetch; libgit2 matches it to nothing
+    excluded = any(_glob_matches(str(s.string)[1:], merge) for s in fetched if str(s.string).startswith("^"))
+    for spec in fetched:  # where the remote's fetch refspec files the branch
+        if excluded or str(spec.string).startswith("^") or ":" not in str(spec.string):
+            continue  # no destination: fetched into FETCH_HEAD only
+        if spec.src_matches(merge):
             return name, remote, str(spec.transform(merge))
-    raise MemexError(f"{remote}'s fetch refspecs do not fetch {merge} (the upstream of {name}) — check "
-                     f"`git config --get-all remote.{remote}.fetch`; nothing was changed")  # fmt: skip
+    raise MemexError(f"{remote}'s fetch refspecs do not fetch {merge} into a remote-tracking branch (the upstream of "
+                     f"{name}) — check `git config --get-all remote.{remote}.fetch`; nothing was changed")  # fmt: skip
+
+
+def _glob_matches(pattern: str, ref: str) -> bool:
+    """A refspec side as git matches it: one ``*`` stands for any text, else the whole name."""
+    if "*" not in pattern:
+        return pattern == ref
+    head, tail = pattern.split("*", 1)
+    return len(ref) >= len(head) + len(tail) and ref.startswith(head) and ref.endswith(tail)
 
 
 def _refuse_busy(gitrepo: GitRepo) -> None:
@@ -130,6 +149,7 @@ def pull(ctx: Context) -> PullReport:
         paths = [d.new_file.path or d.old_file.path for d in old_tree.diff_to_tree(new_tree).deltas]
     _refuse_staged_in_the_way(repo, paths)
     message = f"pull: Fast-forward {str(old)[:8]}..{str(new)[:8]}" if old is not None else "pull: initial pull"
+    pristine = _as_in_head(repo, old, paths)
     try:
         with repo.transaction() as tx:
             tx.lock_ref(ref)
@@ -142,7 +162,7 @@ def pull(ctx: Context) -> PullReport:
                 "local changes (edited or untracked files) would be overwritten by the pull; nothing was changed — "
                 "commit or stash them (git stash -u), then pull again"
             ) from None
-        undone = _undo_checkout(repo, old, new, paths)
+        undone = _undo_checkout(repo, old, pristine)
         state = "nothing was changed" if undone else "some files may already show the upstream's version"
         raise MemexError(f"the fast-forward failed ({text}); {state} — retry, or use `git pull --ff-only`") from None
     prefix = gitrepo.memory_rel + "/"
@@ -152,38 +172,64 @@ def pull(ctx: Context) -> PullReport:
     return report
 
 
-def _undo_checkout(repo: pygit2.Repository, old: object, new: object, paths: list[str]) -> bool:
-    """A checkout that failed once it had begun (the index locked meanwhile) may have
-    written some of the upstream's files while the branch stayed where it was: put each
-    such file back as HEAD has it. A SAFE checkout only touches files equal to HEAD's, so
-    a file now equal to the upstream's (and not HEAD's) is one it wrote, and one of HEAD's
-    that is gone is one it removed; nothing of the user's is lost. True when the work tree
-    is as it was."""
+def _blob(repo: pygit2.Repository, tree: pygit2.Tree | None, rel: str) -> tuple[bytes, int] | None:
     import pygit2
 
-    def blob(tree: pygit2.Tree | None, rel: str) -> tuple[bytes, int] | None:
-        if tree is None or rel not in tree:
-            return None
-        entry = tree[rel]
-        obj = repo[entry.id]
-        return (obj.data, entry.filemode) if isinstance(obj, pygit2.Blob) else None
+    if tree is None or rel not in tree:
+        return None
+    entry = tree[rel]
+    obj = repo[entry.id]
+    return (obj.data, entry.filemode) if isinstance(obj, pygit2.Blob) else None
+
+
+def _tree(repo: pygit2.Repository, commit: object) -> pygit2.Tree | None:
+    import pygit2
+
+    return repo.revparse_single(str(commit)).peel(pygit2.Tree) if commit is not None else None
+
+
+def _as_in_head(repo: pygit2.Repository, old: object, paths: list[str]) -> set[str]:
+    """The paths whose work-tree state is HEAD's (the same bytes, or absent from both) before
+    the checkout: the only ones it may write, and so the only ones an undo may put back — a
+    file the user already changed to the upstream's text is theirs, not the checkout's."""
+    workdir = Path(str(repo.workdir))
+    old_tree = _tree(repo, old)
+    same: set[str] = set()
+    for rel in paths:
+        file, mine = workdir / rel, _blob(repo, old_tree, rel)
+        try:
+            if mine is None:
+                if not os.path.lexists(file):
+                    same.add(rel)
+            elif file.is_file() and not file.is_symlink() and file.read_bytes() == mine[0]:
+                same.add(rel)
+        except OSError:
+            continue
+    return same
+
+
+def _undo_checkout(repo: pygit2.Repository, old: object, pristine: set[str]) -> bool:
+    """A checkout that failed once it had begun (the index locked meanwhile) may have
+    written some of the upstream's files while the branch stayed where it was: each path
+    that was as HEAD has it before (``pristine``) and is not now is put back. True when the
+    work tree is as it was."""
+    import pygit2
 
     workdir = Path(str(repo.workdir))
-    old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree) if old is not None else None
-    new_tree = repo.revparse_single(str(new)).peel(pygit2.Tree)
+    old_tree = _tree(repo, old)
     clean = True
-    for rel in paths:
-        file = workdir / rel
-        mine, theirs = blob(old_tree, rel), blob(new_tree, rel)
+    for rel in sorted(pristine):
+        file, mine = workdir / rel, _blob(repo, old_tree, rel)
         try:
-            present = file.is_file() and not file.is_symlink()
-            if theirs is not None and present and file.read_bytes() == theirs[0] and mine != theirs:
-                if mine is None:
+            if mine is None:
+                if os.path.lexists(file):
                     file.unlink()
-                    continue
-            elif not (theirs is None and mine is not None and not os.path.lexists(file)):
                 continue
-            assert mine is not None
+            if file.is_file() and not file.is_symlink() and file.read_bytes() == mine[0]:
+                continue
+            if os.path.lexists(file) and not file.is_file():
+                clean = False  # something else took the path meanwhile: not ours to remove
+                continue
             file.parent.mkdir(parents=True, exist_ok=True)
             file.write_bytes(mine[0])
             os.chmod(file, 0o755 if mine[1] == pygit2.enums.FileMode.BLOB_EXECUTABLE else 0o644)

@@ -124,16 +124,18 @@ def open_repo(ctx: Context) -> GitRepo:
     return GitRepo(repo, workdir, ctx.config.memory_dir.strip("/"))
 
 
-def check_memory_folder(gitrepo: GitRepo) -> None:
-    """Every part of ``<memoryDir>`` that exists is a real folder. open-memex writes and
-    commits files at their own paths: through a symbolic link its commit would replace the
-    link the team committed with a folder (a change to a file it did not write), and a file
-    in the way cannot hold memories. Refused before anything is written, with the way out."""
+def check_memory_folder(gitrepo: GitRepo, committing: bool = True) -> None:
+    """Every part of ``<memoryDir>`` that exists is a folder. A file in the way cannot hold
+    memories. For a commit (``committing``) each part must also be a real folder: open-memex
+    commits files at their own paths, so through a symbolic link its commit would replace
+    the link the team committed with a folder (a change to a file it did not write); writing
+    through one (``setup``'s .gitattributes) is harmless. Refused before anything is
+    written, with the way out."""
     path = gitrepo.workdir
     for part in PurePosixPath(gitrepo.memory_rel).parts:
         path = path / part
         rel = gitrepo.rel(path)
-        if path.is_symlink():
+        if committing and path.is_symlink():
             real = os.path.realpath(path)
             inside = Path(real).is_relative_to(gitrepo.workdir) and Path(real) != gitrepo.workdir
             where = (f"use the folder it points to instead (`open-memex config set memoryDir "

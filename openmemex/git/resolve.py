@@ -154,8 +154,12 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
     if not outcome.clean:
         return report
     assert outcome.merged is not None
+    text = serialize(outcome.merged)
+    too_large = _too_large(text)
+    if too_large is not None:
+        raise ConflictError(f"{rel}: {too_large} — resolve it by hand (shorten the text), then `git add {rel}`")
     path = gitrepo.workdir / rel
-    store.write_atomic(path, serialize(outcome.merged))
+    store.write_atomic(path, text)
     import pygit2
 
     idx = gitrepo.repo.index
@@ -314,8 +318,24 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str,
             store.write_atomic(Path(ours_path), marked)
         return 1
     assert outcome.merged is not None
-    store.write_atomic(Path(ours_path), serialize(outcome.merged))
+    text = serialize(outcome.merged)
+    too_large = _too_large(text)
+    if too_large is not None:
+        sys.stderr.write(f"open-memex: {path}: {too_large} — edit the file to shorten it, then `git add` it\n")
+        _, marked = merge_text(repo, base_b, ours_b, theirs_b, labels)
+        if marked is not None:
+            store.write_atomic(Path(ours_path), marked)
+        return 1
+    store.write_atomic(Path(ours_path), text)
     return 0
+
+
+def _too_large(text: str) -> str | None:
+    """Each side may fit while the merge of both does not (two bodies, unioned lists)."""
+    size = len(text.encode("utf-8"))
+    if size <= MAX_FILE_BYTES:
+        return None
+    return f"the merged file would be {size:,} bytes, over the {MAX_FILE_BYTES // 2**20} MB every reader accepts"
 
 
 def _text_fallback(repo: pygit2.Repository | None, path: str, ours_path: str, data: tuple[bytes, bytes, bytes],
@@ -356,7 +376,7 @@ def setup_merge_driver(ctx: Context) -> SetupReport:
     """Idempotently write ``<memoryDir>/.gitattributes`` (``*.md merge=openmemex``) and the
     per-clone ``merge.openmemex.driver``; a driver someone else configured is left alone."""
     gitrepo = open_repo(ctx)
-    check_memory_folder(gitrepo)
+    check_memory_folder(gitrepo, committing=False)  # nothing is committed: a linked folder is fine
     attributes = gitrepo.memory_dir / ".gitattributes"
     lines = attributes.read_text("utf-8").splitlines() if attributes.exists() else []
     changed = False

@@ -140,11 +140,11 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
                 assert existing is not None
                 _refuse_unsafe(ctx, gitrepo.rel(target), target.read_text("utf-8", errors="replace"), existing,
                                "fix or remove the file, then retry")  # fmt: skip
-                wrote = "approved" if memory.review_state == "approved" else "proposed"
-                if existing.review_state != wrote:
+                if existing.review_state not in IN_REVIEW:  # a submit wrote proposed or approved; promote may move on
                     raise LifecycleError(
-                        f"{gitrepo.rel(target)} is {existing.review_state}, but a submit writes it {wrote} — nothing "
-                        "was submitted; a review state is changed by review (open-memex promote), not by hand"
+                        f"{gitrepo.rel(target)} is {existing.review_state}, which no review step of a copy never "
+                        "committed leads to — nothing was submitted; set its review_state back to proposed (or "
+                        "remove the file: the outbox copy is kept), then retry"
                     )
                 pending.append(target)
                 report.recovered.append(memory.id)
@@ -210,6 +210,9 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
         gone.append(path)
     freshness.record(ctx, [(memory, repo_folder) for memory in plan], gone)
     return report
+
+
+IN_REVIEW = ("proposed", "approved", "rejected")  # where a submitted copy can be before its merge
 
 
 def _refuse_unsafe(ctx: Context, where: str, text: str, memory: Memory, fix: str) -> None:
