@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from . import freshness, store
 from .bundle import BundleFile, read_bundle, rejected
@@ -41,6 +42,7 @@ class ImportResult:
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (id, bundle file, why)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (bundle file, reason)
     masked: dict[str, list[str]] = field(default_factory=dict)  # id -> rules
+    unlinked: list[tuple[str, str]] = field(default_factory=list)  # (id, "supersedes X"): a pointer out of the bundle
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -50,6 +52,7 @@ class ImportResult:
             "conflicts": [{"id": i, "file": f, "why": w} for i, f, w in self.conflicts],
             "rejected": [{"file": f, "reason": r} for f, r in self.rejected],
             "masked": self.masked,
+            "unlinked": [{"id": i, "pointer": p} for i, p in self.unlinked],
         }
 
 
@@ -75,6 +78,7 @@ def import_bundle(ctx: Context, path: Path, dry_run: bool = False,
             result.masked[memory.id] = masked
         admitted[memory.scope].append((item, memory))
     freshness.sync(ctx, "all")  # ids must be unique across every scope folder, not just the target's
+    _unlink_foreign_chains(ctx, [m for items in admitted.values() for _, m in items], result)
     done = [0]
     total = sum(len(v) for v in admitted.values())
     for scope, items in admitted.items():
@@ -87,32 +91,64 @@ def import_bundle(ctx: Context, path: Path, dry_run: bool = False,
     return result
 
 
+def _unlink_foreign_chains(ctx: Context, memories: list[Memory], result: ImportResult) -> None:
+    """A supersede pointer may join a memory of the bundle to another memory of the
+    bundle, or to a memory here that already points back (a chain moved in two parts).
+    Any other would let a bundle take over a memory it does not hold: the next read's
+    chain repair would complete the pointer, and the victim would read as superseded by
+    the bundle's text. Such a pointer is dropped (and said); a memory it left superseded
+    by nothing is the head again."""
+    ids = {m.id for m in memories}
+    for memory in memories:
+        for pointer, back in (("supersedes", "superseded_by"), ("superseded_by", "supersedes")):
+            target = getattr(memory, pointer)
+            if target is None or target in ids:
+                continue
+            answered = ctx.conn.execute(f"SELECT 1 FROM memories WHERE id = ? AND {back} = ? LIMIT 1",
+                                        (target, memory.id)).fetchone()  # fmt: skip
+            if answered is not None:
+                continue
+            setattr(memory, pointer, None)
+            if pointer == "superseded_by" and memory.status == "superseded":
+                memory.status = "active"
+            result.unlinked.append((memory.id, f"{pointer} {target}"))
+
+
 def admit(ctx: Context, memory: Memory) -> list[str]:
     """Re-key ``memory`` for this machine and redact every text it carries, as the write
     path would; the secret rules that fired are returned. Raises what the write path
     raises (text that is all ``<private>``, conflict markers, too large)."""
     if memory.scope == "personal":
         memory.scope_key = PERSONAL_KEY
+        memory.project_name = ""
     elif memory.scope == "project":
         memory.scope_key = ctx.project.key
         memory.project_name = ctx.project.name
+        # a review done elsewhere (or written into the file by hand) is no review in this
+        # project: the memory joins the outbox as a draft, and an instruction is shown to
+        # agents only once reviewed here (design: the iron rules)
+        memory.review_state, memory.review_history = "draft", []
+        memory.proposed_by = memory.approved_by = memory.review_note = None
     else:
         raise UsageError(f"scope {memory.scope!r} cannot be imported (personal and project only)")
     (body, tags, aliases), masked, _ = clean_all(ctx, memory.body, memory.tags, memory.aliases)
     memory.body, memory.tags, memory.aliases = body, tags, aliases
 
     def scrub(value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        cleaned = clean(ctx, value)
-        masked.extend(r for r in cleaned.rules if r not in masked)
-        return cleaned.text
+        """Every text, however deep in lists and mappings (unknown fields, history notes)."""
+        if isinstance(value, str):
+            cleaned = clean(ctx, value)
+            masked.extend(r for r in cleaned.rules if r not in masked)
+            return cleaned.text
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        if isinstance(value, dict):
+            return {k: scrub(v) for k, v in value.items()}
+        return value
 
     for name in ("alias", "target", "review_note", "proposed_by", "approved_by"):
         setattr(memory, name, scrub(getattr(memory, name)))
-    memory.review_history = [
-        {k: scrub(v) for k, v in entry.items()} if isinstance(entry, dict) else entry for entry in memory.review_history
-    ]
+    memory.review_history = cast("list[dict[str, Any]]", [scrub(entry) for entry in memory.review_history])
     memory.extra = {k: scrub(v) for k, v in memory.extra.items()}
     memory.raw = None  # re-emitted from the fields: comments and layout do not ride along
     store.render(memory)  # refused here, before anything is written, if a reader would quarantine it

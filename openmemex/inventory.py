@@ -142,4 +142,7 @@ def check_out_path(target: str | Path, cwd: Path, personal: bool, allow_personal
         raise UsageError(f"cannot write {path}: the directory {parent} does not exist — create it first, or pick another {flag}")
     if os.path.isdir(path):
         raise UsageError(f"cannot write {path}: it is a directory — give a file name")
+    from .store import refuse_special
+
+    refuse_special(path)
     return path

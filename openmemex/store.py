@@ -42,6 +42,7 @@ def write_atomic(path: Path, text: str) -> None:
     """tmp + fsync + rename in the same folder: a reader never sees a torn file (D57, D64).
     A folder or file we may not write is one clear error, and no temp file is left."""
     data = text.encode("utf-8")
+    refuse_special(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,6 +64,20 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def refuse_special(path: Path) -> None:
+    """A rename replaces whatever has the name: never a device, a FIFO or a socket (as root,
+    `--out /dev/null` would otherwise replace the system's /dev/null with a file)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise UsageError(f"cannot write {path}: it is a device, FIFO or socket, not a file — nothing was changed; "
+                         "give the name of a regular file")  # fmt: skip
 
 
 def _write_all(fd: int, data: bytes) -> None:
