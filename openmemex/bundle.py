@@ -98,7 +98,9 @@ def read_bundle(path: Path, staging: Path) -> Bundle:
     destination ``tarfile``'s data filter judges member names against (nothing is
     written there)."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed below; the size comes from the open file)
+        # O_NONBLOCK: opening a FIFO for reading would wait for a writer forever; a regular
+        # file ignores the flag, and anything else is refused by the fstat below
+        handle = os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb")
     except FileNotFoundError:
         raise MemexError(f"bundle not found: {path} — give the .tar.gz that `open-memex export` wrote") from None
     except IsADirectoryError:

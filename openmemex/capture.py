@@ -133,7 +133,7 @@ def scan(text: str) -> Scan:
                 if len(body) < MIN_BODY:
                     result.dropped.append(Drop(name, body, "too-short"))
                 elif len(body) > MAX_BODY:
-                    result.dropped.append(Drop(name, body[:80], "too-long"))
+                    result.dropped.append(Drop(name, body, "too-long"))  # shown cut, after redaction (``shown``)
                 else:
                     result.hits.append(Hit(name, body, personal))
                 break
@@ -164,4 +164,13 @@ def capture(ctx: Context, found: Scan) -> tuple[list[Captured], list[Drop]]:
                             tags=["keyword"], source="keyword")  # fmt: skip
         body = result.memory.body if result.memory is not None else clean(ctx, hit.body).text
         saved.append(Captured(result.id, result.scope, result.status, body, hit.pattern, result.masked))
-    return saved, found.dropped
+    return saved, [shown(ctx, drop) for drop in found.dropped]
+
+
+def shown(ctx: Context, drop: Drop) -> Drop:
+    """A dropped match as it may be shown: redacted first (a secret in it is masked as a
+    saved one is), then cut to 80 characters when it was too long."""
+    from .write import clean
+
+    text = clean(ctx, drop.body).text
+    return Drop(drop.pattern, text if drop.reason == "too-short" else text[:80], drop.reason)

@@ -56,7 +56,7 @@ def distill_agents(ctx: Context, types: list[str] | None = None, limit: int = DE
     dirs = [str(f.path) for f in folders]
     rows = ctx.conn.execute(
         f"SELECT id, type, role, review_state, content FROM memories WHERE dir IN ({placeholders(dirs)}) "
-        f"AND scope = 'project' AND status = 'active' AND review_state != 'rejected' "
+        f"AND scope = 'project' AND visibility != 'private' AND status = 'active' AND review_state != 'rejected' "
         f"AND type IN ({placeholders(wanted)}) AND (role != 'instruction' OR review_state IN ('approved', 'published')) "
         "ORDER BY location = 'repo' DESC, updated_at DESC, id",
         [*dirs, *wanted],

@@ -78,16 +78,21 @@ def _migrate_locked(ctx: Context, src: str, dst: str, dry_run: bool, on_conflict
                 if not dry_run:
                     store.delete(path)
                 continue
-            newer = existing is None or (parse_time(memory.updated_at) or 0) > (parse_time(existing.updated_at) or 0)
+            # an unreadable file there (a typo by hand) is someone's text, never older than ours
+            newer = existing is not None and (parse_time(memory.updated_at) or 0) > (parse_time(existing.updated_at) or 0)
             if on_conflict == "skip" or (on_conflict == "newer" and not newer):
                 report.conflicts.append(memory.id)
                 continue
         report.moved.append(memory.id)
         if dry_run:
             continue
+        # a project memory marked private stays private (a personal one is private by default:
+        # moved into a project it takes the project's default, as documented)
+        kept_private = memory.scope == "project" and memory.visibility == "private"
         memory.scope_key = dst
         memory.scope = scope
-        memory.visibility = default_visibility(scope)
+        if not kept_private:
+            memory.visibility = default_visibility(scope)
         if scope == "project":
             memory.project_name = name
         store.save(memory, dst_folder.path)

@@ -167,7 +167,7 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
 
 def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: str,
                      local_approve: bool) -> list[Proposal]:  # fmt: skip
-    from .write import exact_duplicate
+    from .write import clean_all, exact_duplicate
 
     freshness.sync(ctx, "project")
     dirs = [str(f.path) for f in ctx.folders("project")]
@@ -182,10 +182,13 @@ def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: s
             except MemoryFileError:
                 pass
         stamp = now_rfc3339()
+        # the write path's barrier, as for any new text: a personal file edited by hand may
+        # hold a secret or a <private> span that must not reach the team's outbox
+        (body, tags, aliases), _, _ = clean_all(ctx, source.body, source.tags, source.aliases)
         copy = Memory(
-            id=new_ulid(), scope="project", scope_key=ctx.project.key, body=source.body, type=source.type,
+            id=new_ulid(), scope="project", scope_key=ctx.project.key, body=body, type=source.type,
             visibility="internal", project_name=ctx.project.name, role=source.role,
-            importance=source.importance, tags=list(source.tags), aliases=list(source.aliases),
+            importance=source.importance, tags=tags, aliases=aliases,
             source=source.source, created_at=stamp, updated_at=stamp, derived_from=source.id,
             proposed_by=who,
         )  # fmt: skip

@@ -84,7 +84,7 @@ def capture(text: str, /, *, dry_run: Annotated[bool, Parameter(negative="")] = 
     dry_run
         Only show the captures and the matches that were dropped (and why).
     """
-    from ..capture import scan
+    from ..capture import scan, shown
     from ..errors import UsageError
 
     if not dry_run:
@@ -100,7 +100,7 @@ def capture(text: str, /, *, dry_run: Annotated[bool, Parameter(negative="")] = 
         out(f"  scope: {'personal (forced by pattern)' if hit.personal else 'current project'}")
         out(f"  secret hit: {'yes (' + ', '.join(stored.rules) + ') — will be masked' if stored.rules else 'no'}")
         out(f"  body: {stored.text[:160]}")
-    for drop in found.dropped:
+    for drop in (shown(ctx, d) for d in found.dropped):
         why = f"is {len(drop.body)} chars (floor: 3)" if drop.reason == "too-short" else "is over 2000 chars"
         out(f"! matched but NOT captured: body \"{drop.body}\" {why} — pattern {drop.pattern}")
     if not found.hits and not found.dropped:
