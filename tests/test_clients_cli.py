@@ -319,10 +319,15 @@ def test_copilot_instructions_are_a_removable_section(cli: Any) -> None:
     assert cli("uninstall", "--client", "vscode").rc == 0
     assert path.read_text() == "# My rules\n\nAlways answer in English.\n"
     assert cli("init", "--client", "vscode").rc == 0
-    path.write_text(path.read_text().split("\n<!-- open-memex")[0].replace("# My rules\n\nAlways answer in English.\n", "")
-                    + "<!-- open-memex -->\nold section without an end marker\n")  # fmt: skip
-    assert cli("uninstall", "--client", "vscode").rc == 0
-    assert not path.exists()  # it held only our section
+    # the user deleted our end marker and wrote rules of their own below: where ours ends is
+    # unknown, so neither uninstall nor init touches the file (they said "manual")
+    mine = path.read_text().replace("<!-- /open-memex -->\n", "") + "\nNever push on fridays.\n"
+    path.write_text(mine)
+    for args in (("uninstall", "--client", "vscode", "--json"), ("init", "--client", "vscode", "--json")):
+        result = cli(*args)
+        actions = [a for a in json.loads(result.out)["actions"] if a["kind"] == "instructions"]
+        assert [a["action"] for a in actions] == ["manual"] and "end marker" in actions[0]["detail"], result.out
+        assert path.read_text() == mine
 
 
 # -- print-config ------------------------------------------------------------------------------
@@ -445,3 +450,68 @@ def test_a_file_that_cannot_be_written_is_one_failed_line(cli: Any, tmp_path: Pa
     monkeypatch.setenv("OPEN_MEMEX_HOME", str(blocked / "data"))
     result = cli("init", "--client", "claude")
     assert result.rc == 1 and "failed   -             first-run marker" in result.out
+
+
+# -- hostile configs (review helper-22) ----------------------------------------------------
+
+
+def _action(result: Any, kind: str = "mcp") -> dict[str, Any]:
+    return next(a for a in json.loads(result.out)["actions"] if a["kind"] == kind)  # type: ignore[no-any-return]
+
+
+def test_a_config_that_is_a_device_or_fifo_is_never_replaced_nor_waited_on(cli: Any, tmp_path: Path) -> None:
+    """A config linked to a device (as to /dev/null, to discard it) was replaced by a regular
+    file, and deleted by uninstall; a FIFO made both wait forever."""
+    folder = home() / ".cursor"
+    folder.mkdir(parents=True)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (folder / "mcp.json").symlink_to(fifo)
+    for args in (("init", "--client", "cursor", "--json"), ("uninstall", "--client", "cursor", "--json")):
+        result = cli(*args)
+        action = _action(result)
+        assert action["action"] == "failed" and "not a regular file" in action["detail"], result.out
+        assert fifo.is_fifo() and (folder / "mcp.json").is_symlink()
+
+
+def test_uninstall_keeps_an_entry_of_another_data_root_and_its_file(cli: Any, data_root: Path) -> None:
+    """init said "a different entry — kept" for it; uninstall deleted it, and the file with it."""
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    text = json.dumps({"mcpServers": {"open-memex": {"command": "/opt/other/open-memex", "args": ["mcp"],
+                                                     "env": {"OPEN_MEMEX_HOME": "/srv/team-root"}}}}, indent=2) + "\n"  # fmt: skip
+    path.write_text(text)
+    assert _action(cli("init", "--client", "cursor", "--json"))["action"] == "kept"
+    action = _action(cli("uninstall", "--client", "cursor", "--json"))
+    assert action["action"] == "kept" and "/srv/team-root" in action["detail"]
+    assert path.read_text() == text
+
+
+@pytest.mark.parametrize("case", ["huge number", "deep nesting", "lone surrogate"])
+def test_a_config_json_cannot_rewrite_faithfully_is_left_whole(cli: Any, case: str) -> None:
+    """1e400 was rewritten as Infinity (not JSON); 2000 levels deep was exit 70 for every
+    client; a lone surrogate escape stopped the whole run with a wrong message."""
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    text = {"huge number": '{"limit": 1e400}\n', "deep nesting": '{"a": ' + "[" * 2000 + "]" * 2000 + "}\n",
+            "lone surrogate": '{"title": "\\ud83d cut"}\n'}[case]  # fmt: skip
+    path.write_text(text)
+    result = cli("init", "--client", "cursor", "--client", "zed", "--json")
+    assert "internal error" not in result.err and "Traceback" not in result.err, result.err
+    actions = {a["client"]: a for a in json.loads(result.out)["actions"] if a["kind"] == "mcp"}
+    assert actions["cursor"]["action"] in ("manual", "failed"), actions
+    assert actions["zed"]["action"] == "added"  # the other clients are still wired
+    assert path.read_text() == text
+    assert "internal error" not in cli("uninstall", "--yes").err
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_rewrite_as_root_keeps_the_files_owner(cli: Any) -> None:
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"mcpServers": {}}\n')
+    os.chown(path, 65534, 65534)
+    path.chmod(0o600)
+    assert _action(cli("init", "--client", "cursor", "--json"))["action"] == "added"
+    st = path.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o600)

@@ -98,10 +98,17 @@ def remove_skill(skills_root: Path) -> tuple[str, str, Path]:
     return "removed", "", folder
 
 
+class MissingEnd(ValueError):
+    """Our start marker without its end marker."""
+
+
 def install_instructions(text: str) -> tuple[str, str | None]:
     """Our section put into ``text`` (or refreshed): (action, new text or None)."""
     section = instructions_section()
-    span = _span(text)
+    try:
+        span = _span(text)
+    except MissingEnd:
+        return "manual", None
     if span is None:
         joiner = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
         return "added", text + joiner + section
@@ -111,7 +118,10 @@ def install_instructions(text: str) -> tuple[str, str | None]:
 
 def remove_instructions(text: str) -> tuple[str, str | None]:
     """Our section cut out of ``text``: (action, new text); "" means the file held only it."""
-    span = _span(text)
+    try:
+        span = _span(text)
+    except MissingEnd:
+        return "manual", None
     if span is None:
         return "absent", None
     before, after = text[: span[0]], text[span[1] :]
@@ -121,15 +131,20 @@ def remove_instructions(text: str) -> tuple[str, str | None]:
     return "removed", new if new.strip() else ""
 
 
+MISSING_END = (f"our section has lost its end marker {END} — what follows it may be yours: "
+               "edit it by hand (put the marker back, or delete our section)")
+
+
 def _span(text: str) -> tuple[int, int] | None:
-    """Where our section is: from the start marker through the end marker and its newline;
-    an old section without an end marker runs to the end of the file."""
+    """Where our section is: from the start marker through the end marker and its newline.
+    Without the end marker (deleted by hand, text added below it) where ours ends is
+    unknown: ``MissingEnd``, and the file is left to the user."""
     start = text.find(START)
     if start < 0:
         return None
     end = text.find(END, start)
     if end < 0:
-        return start, len(text)
+        raise MissingEnd(MISSING_END)
     end += len(END)
     if text.startswith("\n", end):
         end += 1

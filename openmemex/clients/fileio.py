@@ -42,7 +42,17 @@ def real_path(path: Path) -> Path:
 
 
 def read(path: Path) -> Snapshot:
+    """The file as it is (None bytes when absent). Only a regular file is ever read,
+    rewritten or deleted: a config linked to /dev/null (a common way to discard it) or to a
+    FIFO is another program's business — reading a FIFO would wait forever, and as root a
+    rename over /dev/null would replace the device."""
     path = real_path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return Snapshot(path, None)
+    if not stat.S_ISREG(mode):
+        raise OSError(f"{path} is not a regular file (a device, FIFO, socket or folder) — open-memex leaves it alone")
     try:
         return Snapshot(path, path.read_bytes())
     except FileNotFoundError:
@@ -58,8 +68,12 @@ def update(path: Path, decide: Callable[[Snapshot], str | None]) -> tuple[Snapsh
     for _ in range(RETRIES):
         snap = read(path)
         new = decide(snap)
-        if new is None or (snap.data is not None and new.encode("utf-8") == snap.data):
-            return snap, None
+        try:
+            if new is None or (snap.data is not None and new.encode("utf-8") == snap.data):
+                return snap, None
+        except UnicodeEncodeError:  # a lone surrogate escape in the file (a string cut mid-emoji)
+            raise OSError(f"{path} holds text that cannot be written back as UTF-8 (a lone surrogate "
+                          "escape) — left untouched; add the entry by hand") from None  # fmt: skip
         try:
             write(snap, new)
         except Changed:
@@ -78,6 +92,7 @@ def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
     path = snap.path
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode(path)
+    owner = _owner(path)
     tmp = path.with_name(f".{path.name}.open-memex-{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
@@ -86,6 +101,11 @@ def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
             os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
+        if owner is not None and hasattr(os, "chown"):
+            # run as root (sudo -E, a container) on a user's file: the user's agent must
+            # still be able to read its own config
+            with contextlib.suppress(OSError):
+                os.chown(tmp, *owner)
         if read(path).data != snap.data:
             raise Changed
         if keep_backup and snap.data and snap.data.strip():
@@ -114,6 +134,17 @@ def remove(snap: Snapshot) -> None:
 
 def has_backup(path: Path) -> bool:
     return real_path(path).with_name(real_path(path).name + BACKUP_SUFFIX).exists()
+
+
+def _owner(path: Path) -> tuple[int, int] | None:
+    """The file's (uid, gid) when they are not this process's: kept across the rewrite."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if not hasattr(os, "geteuid") or (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()):
+        return None
+    return st.st_uid, st.st_gid
 
 
 def _mode(path: Path) -> int | None:

@@ -43,9 +43,11 @@ def parse(text: str) -> tuple[dict[str, Any], Layout]:
     if not body.strip():
         return {}, Layout(bom=bom)
     try:
-        doc = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        doc = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_no_constants, parse_float=_finite)
     except NotPlainJson:
         raise
+    except RecursionError:
+        raise NotPlainJson("nested too deeply to rewrite safely") from None
     except json.JSONDecodeError as exc:
         hint = " (comments or trailing commas?)" if _looks_like_jsonc(body) else ""
         raise NotPlainJson(f"not plain JSON: {exc.msg} at line {exc.lineno}{hint}") from None
@@ -75,7 +77,7 @@ def read_lenient(text: str) -> dict[str, Any] | None:
         pass
     try:
         doc = json.loads(strip_jsonc(text.removeprefix(BOM)).strip() or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -99,6 +101,14 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise NotPlainJson(f"the key {key!r} appears twice")
         doc[key] = value
     return doc
+
+
+def _finite(text: str) -> float:
+    """A number past float's range (1e400) would be rewritten as ``Infinity``, which is not JSON."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise NotPlainJson(f"the number {text} is out of range for a faithful rewrite")
+    return value
 
 
 def _no_constants(name: str) -> Any:

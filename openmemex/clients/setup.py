@@ -152,7 +152,8 @@ def _instructions(clients: list[Client]) -> Action:
     except (OSError, UnicodeDecodeError) as exc:
         return Action(ids, "instructions", path, "failed", _why(exc))
     verb = results[-1]
-    return Action(ids, "instructions", path, verb, "already there" if verb == "kept" else "Copilot memory section")
+    detail = {"kept": "already there", "manual": extras.MISSING_END}.get(verb, "Copilot memory section")
+    return Action(ids, "instructions", path, verb, detail)
 
 
 def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> list[Action]:
@@ -179,7 +180,9 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> lis
 
 
 def _unwire(client: Client, path: Path, level: str) -> Action:
-    return _strip(client.id, "mcp", path, level, lambda text, backup: wiring.remove(client, text, had_backup=backup))
+    entry = server_entry()
+    return _strip(client.id, "mcp", path, level,
+                  lambda text, backup: wiring.remove(client, text, had_backup=backup, entry=entry))  # fmt: skip
 
 
 def _unhook(client_id: str) -> Action:
@@ -225,7 +228,8 @@ def _remove_instructions(clients: list[Client]) -> Action:
             fileio.write(snap, new)
     except (OSError, UnicodeDecodeError, fileio.Changed) as exc:
         return Action(ids, "instructions", path, "failed", _why(exc))
-    return Action(ids, "instructions", path, verb, "Copilot memory section" if verb == "removed" else "")
+    detail = {"removed": "Copilot memory section", "manual": extras.MISSING_END}.get(verb, "")
+    return Action(ids, "instructions", path, verb, detail)
 
 
 def wired_clients(project: Path) -> list[Client]:

@@ -30,10 +30,31 @@ def add(client: Client, text: str, entry: ServerEntry, *, force: bool) -> Verdic
     return _json_add(client, text, entry, force=force)
 
 
-def remove(client: Client, text: str, *, had_backup: bool) -> Verdict:
+def remove(client: Client, text: str, *, had_backup: bool, entry: ServerEntry) -> Verdict:
+    """Take out our entry. One that names another data root (``OPEN_MEMEX_HOME``) belongs
+    to another setup of the user's — init said "a different entry — kept" for it — and is
+    not ours to remove: it stays, and so does its file. (One of this data root is ours
+    whatever its command: an install that moved leaves such an entry behind.)"""
+    current = entry_in(client, text)
+    theirs = _data_root_of(current)
+    if theirs is not None and theirs != entry.env.get("OPEN_MEMEX_HOME"):
+        return Verdict("kept", f"the {SERVER_NAME} entry there serves another data root ({theirs}) — left as it "
+                               "is; uninstall with that OPEN_MEMEX_HOME, or remove it by hand")  # fmt: skip
     if client.fmt == "toml":
         return tomlconf.remove(text, had_backup=had_backup)
     return _json_remove(client, text, had_backup=had_backup)
+
+
+def _data_root_of(found: object) -> str | None:
+    """The ``OPEN_MEMEX_HOME`` an entry sets, wherever the client keeps its environment."""
+    if isinstance(found, dict):
+        for key, value in found.items():
+            if key == "OPEN_MEMEX_HOME" and isinstance(value, str):
+                return value
+            inner = _data_root_of(value)
+            if inner is not None:
+                return inner
+    return None
 
 
 def entry_in(client: Client, text: str) -> dict[str, Any] | None:
