@@ -132,6 +132,20 @@ def remove(snap: Snapshot) -> None:
     snap.path.unlink()
 
 
+def prune_empty_parents(path: Path) -> None:
+    """After deleting a config that held only ours: the folders above it that are now empty
+    go too, up to the home folder (init made them; left behind, a later init would take an
+    empty ``~/.cursor`` for an installed Cursor). A folder with anything in it stays."""
+    home = Path.home().resolve()
+    folder = path.parent
+    while folder != home and home in folder.resolve().parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def has_backup(path: Path) -> bool:
     return real_path(path).with_name(real_path(path).name + BACKUP_SUFFIX).exists()
 

@@ -205,6 +205,7 @@ def _strip(client_id: str, kind: str, path: Path, level: str,
                 verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
             if verdict.delete:
                 fileio.remove(snap)
+                fileio.prune_empty_parents(snap.path)
             elif verdict.text is not None:
                 fileio.write(snap, verdict.text)
         except fileio.Changed:
