@@ -517,14 +517,14 @@ def test_a_rewrite_as_root_keeps_the_files_owner(cli: Any) -> None:
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o600)
 
 
-def test_uninstall_takes_the_folders_init_made_so_detection_is_not_fooled(cli: Any) -> None:
-    """Folders init created and uninstall left behind made a later plain `init` take them
-    for installed agents."""
-    assert cli("init", "--client", "cursor", "--client", "windsurf").rc == 0
-    assert (home() / ".cursor").is_dir()
-    assert cli("uninstall", "--client", "cursor", "--client", "windsurf", "--yes").rc == 0
-    assert not (home() / ".cursor").exists() and not (home() / ".codeium").exists()
-    (home() / ".cursor").mkdir()
-    (home() / ".cursor" / "argv.json").write_text("{}\n")  # a folder with something else in it stays
-    assert cli("init", "--client", "cursor").rc == 0 and cli("uninstall", "--client", "cursor", "--yes").rc == 0
-    assert (home() / ".cursor" / "argv.json").exists()
+def test_uninstall_takes_the_folders_init_made_for_a_config_it_deletes(cli: Any) -> None:
+    """Folders init created for a config and uninstall left behind made a later plain `init`
+    take them for installed agents (Windsurf has no skills folder of ours: nothing is left)."""
+    assert cli("init", "--client", "windsurf").rc == 0
+    assert (home() / ".codeium" / "windsurf").is_dir()
+    assert cli("uninstall", "--client", "windsurf", "--yes").rc == 0
+    assert not (home() / ".codeium").exists()
+    (home() / ".codeium" / "windsurf").mkdir(parents=True)
+    (home() / ".codeium" / "windsurf" / "user_settings.pb").write_text("x")  # anything else there stays
+    assert cli("init", "--client", "windsurf").rc == 0 and cli("uninstall", "--client", "windsurf", "--yes").rc == 0
+    assert (home() / ".codeium" / "windsurf" / "user_settings.pb").exists()
