@@ -212,7 +212,7 @@ def build(entries: Iterable[tuple[str, str, Trigger]]) -> KeywordIndex:
     boundary = trie_regex(triggers[BOUNDARY])
     symbols = list(triggers[SYMBOL])
     return KeywordIndex(
-        boundary=re.compile(f"[^a-z0-9]{_LONG_TOKEN}(?:{boundary})"),  # a token glued to "-" or "_" is a token
+        boundary=re.compile(f"[^a-z0-9_-]{_LONG_TOKEN}(?:{boundary})"),
         boundary_at_start=re.compile(f"{_LONG_TOKEN}(?:{boundary})"),
         symbol=re.compile(trie_regex(symbols)) if symbols else None,
         words=tuple(triggers[WORD]),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 # Boundaries around a token. Before it: no token character (so ``task-`` never starts an
 # ``sk-`` key). After it: no character of the token alphabet, but sentence punctuation
 # (``.``, ``,``, ``)``) is fine, unlike gitleaks' closing class.
-LEFT = r"(?<![A-Za-z0-9])"  # a token glued to "-" or "_" (prod-ghp_…, a kebab-case tag) is still a token
+LEFT = r"(?<![A-Za-z0-9_-])"
 RIGHT = r"(?![A-Za-z0-9_-])"
 RIGHT_ALNUM = r"(?![A-Za-z0-9])"
 
@@ -66,7 +66,7 @@ class ContextRule:
 
 
 def token(rule_id: str, family: str, prefix: str, body: str, *, keywords: tuple[str, ...] | None = None,
-          entropy: float = 0.0, right: str = RIGHT_ALNUM, check: Callable[[str], bool] | None = None) -> TokenRule:  # fmt: skip
+          entropy: float = 0.0, right: str = RIGHT, check: Callable[[str], bool] | None = None) -> TokenRule:  # fmt: skip
     """A token that starts with ``prefix`` (a literal unless ``keywords`` are given)."""
     literal = keywords is None
     source = re.escape(prefix) if literal else prefix
