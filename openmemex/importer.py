@@ -92,25 +92,22 @@ def import_bundle(ctx: Context, path: Path, dry_run: bool = False,
 
 
 def _unlink_foreign_chains(ctx: Context, memories: list[Memory], result: ImportResult) -> None:
-    """A supersede pointer may join a memory of the bundle to another memory of the
-    bundle, or to a memory here that already points back (a chain moved in two parts).
-    Any other would let a bundle take over a memory it does not hold: the next read's
-    chain repair would complete the pointer, and the victim would read as superseded by
-    the bundle's text. Such a pointer is dropped (and said); a memory it left superseded
-    by nothing is the head again."""
+    """A supersede pointer may join a memory of the bundle to another memory of the bundle,
+    to a memory not here (yet: a chain exported in two parts joins when the other part
+    comes), or to a memory here that already points back. One to a memory here that does
+    not point back would let a bundle take it over: the next read's chain repair would
+    complete the pointer on the user's own file, and that memory would read as replaced by
+    the bundle's text. Such a pointer is dropped, and said."""
     ids = {m.id for m in memories}
     for memory in memories:
         for pointer, back in (("supersedes", "superseded_by"), ("superseded_by", "supersedes")):
             target = getattr(memory, pointer)
             if target is None or target in ids:
                 continue
-            answered = ctx.conn.execute(f"SELECT 1 FROM memories WHERE id = ? AND {back} = ? LIMIT 1",
-                                        (target, memory.id)).fetchone()  # fmt: skip
-            if answered is not None:
-                continue
+            here = ctx.conn.execute(f"SELECT {back} FROM memories WHERE id = ?", (target,)).fetchall()
+            if not here or any(row[0] == memory.id for row in here):
+                continue  # not here yet, or here and pointing back
             setattr(memory, pointer, None)
-            if pointer == "superseded_by" and memory.status == "superseded":
-                memory.status = "active"
             result.unlinked.append((memory.id, f"{pointer} {target}"))
 
 
