@@ -173,18 +173,21 @@ def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: s
     dirs = [str(f.path) for f in ctx.folders("project")]
     out: list[Proposal] = []
     written: list[tuple[Memory, Folder]] = []
-    for source in sources:
-        existing = exact_duplicate(ctx, source.body, dirs)
-        if existing is not None:  # proposed before (or the same text saved there): idempotent
+    # the write path's barrier, as for any new text, and for every source before anything is
+    # written (all-or-nothing): a personal file edited by hand may hold a secret or a
+    # <private> span that must not reach the team's outbox
+    cleaned = [clean_all(ctx, source.body, source.tags, source.aliases)[0] for source in sources]
+    for source, (body, tags, aliases) in zip(sources, cleaned, strict=True):
+        # proposed before (or the same text saved there): idempotent — the copy holds the
+        # cleaned text, which the raw one matches too unless the rules masked something
+        existing = exact_duplicate(ctx, body, dirs) or exact_duplicate(ctx, source.body, dirs)
+        if existing is not None:
             try:
                 out.append(Proposal(source.id, read_memory(Path(existing[1]), ctx.project.key), already=True))
                 continue
             except MemoryFileError:
                 pass
         stamp = now_rfc3339()
-        # the write path's barrier, as for any new text: a personal file edited by hand may
-        # hold a secret or a <private> span that must not reach the team's outbox
-        (body, tags, aliases), _, _ = clean_all(ctx, source.body, source.tags, source.aliases)
         copy = Memory(
             id=new_ulid(), scope="project", scope_key=ctx.project.key, body=body, type=source.type,
             visibility="internal", project_name=ctx.project.name, role=source.role,

@@ -528,3 +528,52 @@ def test_uninstall_takes_the_folders_init_made_for_a_config_it_deletes(cli: Any)
     (home() / ".codeium" / "windsurf" / "user_settings.pb").write_text("x")  # anything else there stays
     assert cli("init", "--client", "windsurf").rc == 0 and cli("uninstall", "--client", "windsurf", "--yes").rc == 0
     assert (home() / ".codeium" / "windsurf" / "user_settings.pb").exists()
+
+
+def test_uninstall_project_never_removes_the_projects_own_folders(cli: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A new project under HOME, `init --project` then `uninstall --project`: the pruning
+    of empty folders took the project folder and its parent with it."""
+    project = home() / "work" / "newproj"
+    project.mkdir(parents=True)
+    git("init", "-q", cwd=project)
+    monkeypatch.chdir(project)
+    assert cli("init", "--project", "--client", "claude", "--client", "cursor", "--client", "vscode").rc == 0
+    assert cli("uninstall", "--project", "--yes").rc == 0
+    assert project.is_dir() and (project / ".git").is_dir()
+
+
+def test_uninstall_with_a_lone_surrogate_in_a_config_is_one_failed_line(cli: Any) -> None:
+    path = home() / ".cursor" / "mcp.json"
+    assert cli("init", "--client", "cursor", "--client", "windsurf").rc == 0
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps(doc, indent=2)[:-1] + ',\n  "title": "\\ud83d cut"\n}\n')
+    result = cli("uninstall", "--client", "cursor", "--client", "windsurf", "--json")
+    actions = {a["client"]: a["action"] for a in json.loads(result.out)["actions"] if a["kind"] == "mcp"}
+    assert actions == {"cursor": "failed", "windsurf": "removed"}, result.out + result.err
+
+
+def test_uninstall_removes_our_entry_whatever_the_spelling_of_the_data_root(cli: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    real = tmp_path / "root"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(tmp_path / "link"))
+    assert cli("init", "--client", "cursor").rc == 0
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(real))
+    result = cli("uninstall", "--client", "cursor", "--json")
+    assert _action(result)["action"] == "removed", result.out
+
+
+@pytest.mark.parametrize("case", ["json integer too long", "toml nested too deep"])
+def test_configs_python_cannot_read_whole_are_left_with_a_line(cli: Any, case: str) -> None:
+    client, path, text = {
+        "json integer too long": ("cursor", home() / ".cursor" / "mcp.json", '{"n": ' + "9" * 5000 + "}\n"),
+        "toml nested too deep": ("codex", home() / ".codex" / "config.toml", "x = " + "[" * 3000 + "]" * 3000 + "\n"),
+    }[case]
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    for args in (("init", "--client", client, "--json"), ("uninstall", "--client", client, "--json"), ("doctor",)):
+        result = cli(*args)
+        assert "internal error" not in result.err and "Traceback" not in result.err, (args, result.err)
+    assert path.read_text() == text

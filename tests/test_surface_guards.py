@@ -87,3 +87,24 @@ def test_reports_never_replace_a_device_or_fifo_and_import_never_waits_on_one(cl
         assert fifo.is_fifo(), args
     result = cli("import", str(fifo))
     assert result.rc == 1 and "is not a file" in result.err
+
+
+def test_propose_of_a_masked_text_is_idempotent_and_all_or_nothing(cli: Any, data_root: Path, git_repo: Path) -> None:
+    """The copy holds the cleaned text: proposing again must find it (three proposes made
+    three copies), and a source refused by the barrier writes no copy of the others."""
+    memory_id = _add(cli, "the staging deploy uses a token", "--scope", "personal")
+    path = next(data_root.rglob(f"{memory_id}.md"))
+    path.write_text(path.read_text().replace("the staging deploy uses a token", f"the staging deploy token is {TOKEN}"))
+    for _ in range(3):
+        assert cli("propose", memory_id).rc == 0
+
+    def outbox() -> list[Path]:
+        return [p for p in data_root.rglob("*.md") if "personal" not in p.parts]
+
+    assert len(outbox()) == 1
+    fine = _add(cli, "we cache builds for a week", "--scope", "personal")
+    private = _add(cli, "placeholder", "--scope", "personal")
+    file = next(data_root.rglob(f"{private}.md"))
+    file.write_text(file.read_text().replace("placeholder", "<private>only secrets</private>"))
+    refused = cli("propose", fine, private)
+    assert refused.rc == 2 and len(outbox()) == 1, refused.err

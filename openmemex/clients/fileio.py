@@ -90,13 +90,18 @@ def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
     that are wholly ours (a skill we wrote, its manifest) pass ``keep_backup=False``.
     """
     path = snap.path
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate escape in the file (a string cut mid-emoji)
+        raise OSError(f"{path} holds text that cannot be written back as UTF-8 (a lone surrogate escape) — "
+                      "left untouched; edit it by hand") from None  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode(path)
     owner = _owner(path)
     tmp = path.with_name(f".{path.name}.open-memex-{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(text.encode("utf-8"))
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if mode is not None:
@@ -133,12 +138,16 @@ def remove(snap: Snapshot) -> None:
 
 
 def prune_empty_parents(path: Path) -> None:
-    """After deleting a config that held only ours: the folders above it that are now empty
-    go too, up to the home folder (init made them; left behind, a later init would take an
-    empty ``~/.cursor`` for an installed Cursor). A folder with anything in it stays."""
-    home = Path.home().resolve()
-    folder = path.parent
-    while folder != home and home in folder.resolve().parents:
+    """After deleting a user-level config that held only ours: the client's own folders
+    above it that are now empty go too (init made them; left behind, a later init would take
+    an empty ``~/.cursor`` for an installed Cursor). Never the home folder, nor the shared
+    ones above a client's (``~/.config``, ``APPDATA`` …); a folder with anything in it stays."""
+    home = Path.home().absolute()
+    shared = {home, home / ".config", home / "Library", home / "Library" / "Application Support",
+              *(Path(os.environ[v]).absolute() for v in ("XDG_CONFIG_HOME", "APPDATA", "LOCALAPPDATA")
+                if os.environ.get(v))}  # fmt: skip
+    folder = path.parent.absolute()
+    while folder not in shared and home in folder.parents:
         try:
             folder.rmdir()
         except OSError:

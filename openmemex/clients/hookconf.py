@@ -177,7 +177,7 @@ def codex_hooks_disabled() -> str | None:
     older ``codex_hooks``); newer Codex runs hooks by default, so nothing is written there."""
     try:
         data = tomllib.loads((codex_home() / "config.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
         return None
     features = data.get("features")
     if not isinstance(features, dict):

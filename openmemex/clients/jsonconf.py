@@ -51,6 +51,8 @@ def parse(text: str) -> tuple[dict[str, Any], Layout]:
     except json.JSONDecodeError as exc:
         hint = " (comments or trailing commas?)" if _looks_like_jsonc(body) else ""
         raise NotPlainJson(f"not plain JSON: {exc.msg} at line {exc.lineno}{hint}") from None
+    except ValueError as exc:  # an integer past Python's digit limit, …
+        raise NotPlainJson(f"cannot be read faithfully ({exc})") from None
     if not isinstance(doc, dict):
         raise NotPlainJson(f"the top level is a JSON {_kind(doc)}, not an object")
     match = re.search(r"\n([ \t]+)\S", body)

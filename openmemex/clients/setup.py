@@ -205,7 +205,8 @@ def _strip(client_id: str, kind: str, path: Path, level: str,
                 verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
             if verdict.delete:
                 fileio.remove(snap)
-                fileio.prune_empty_parents(snap.path)
+                if level == "user":  # a project's folders are the project's, whatever is left in them
+                    fileio.prune_empty_parents(snap.path)
             elif verdict.text is not None:
                 fileio.write(snap, verdict.text)
         except fileio.Changed:

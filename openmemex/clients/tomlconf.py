@@ -110,6 +110,8 @@ def _load(text: str) -> tuple[dict[str, Any], str]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return {}, f"not valid TOML ({exc})"
+    except (RecursionError, ValueError) as exc:  # nested too deeply, a number too long
+        return {}, f"cannot be read safely ({type(exc).__name__})"
     if not isinstance(data.get(SECTION, {}), dict):
         return {}, f"{SECTION} is not a table"
     return data, ""

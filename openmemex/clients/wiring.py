@@ -10,6 +10,7 @@ rewritten: the verdict is "manual" and the caller prints the snippet (D47).
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,8 @@ def remove(client: Client, text: str, *, had_backup: bool, entry: ServerEntry) -
     whatever its command: an install that moved leaves such an entry behind.)"""
     current = entry_in(client, text)
     theirs = _data_root_of(current)
-    if theirs is not None and theirs != entry.env.get("OPEN_MEMEX_HOME"):
+    mine = entry.env.get("OPEN_MEMEX_HOME")
+    if theirs is not None and mine is not None and os.path.realpath(theirs) != os.path.realpath(mine):
         return Verdict("kept", f"the {SERVER_NAME} entry there serves another data root ({theirs}) — left as it "
                                "is; uninstall with that OPEN_MEMEX_HOME, or remove it by hand")  # fmt: skip
     if client.fmt == "toml":
