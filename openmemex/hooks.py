@@ -91,9 +91,14 @@ def _flush_warnings() -> None:
 
 
 def _payload(text: str) -> dict[str, Any]:
+    from .errors import MemexError
+
     if not text.strip():
         return {}
-    value = json.loads(text)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # the host's input, not our bug: no crash log
+        raise MemexError("the agent host sent a payload that is not JSON — nothing done") from None
     return value if isinstance(value, dict) else {}
 
 

@@ -108,6 +108,8 @@ def _unlink_foreign_chains(ctx: Context, memories: list[Memory], result: ImportR
             if not here or any(row[0] == memory.id for row in here):
                 continue  # not here yet, or here and pointing back
             setattr(memory, pointer, None)
+            if pointer == "superseded_by" and memory.status == "superseded":
+                memory.status = "active"  # replaced by nothing it may name: the head again
             result.unlinked.append((memory.id, f"{pointer} {target}"))
 
 

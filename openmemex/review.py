@@ -167,6 +167,7 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
 
 def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: str,
                      local_approve: bool) -> list[Proposal]:  # fmt: skip
+    from .text import normalize_ws
     from .write import clean_all, exact_duplicate
 
     freshness.sync(ctx, "project")
@@ -177,7 +178,12 @@ def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: s
     # written (all-or-nothing): a personal file edited by hand may hold a secret or a
     # <private> span that must not reach the team's outbox
     cleaned = [clean_all(ctx, source.body, source.tags, source.aliases)[0] for source in sources]
+    made: dict[str, Memory] = {}  # normalised cleaned text -> the copy this call wrote (not indexed yet)
     for source, (body, tags, aliases) in zip(sources, cleaned, strict=True):
+        twin = made.get(normalize_ws(body))
+        if twin is not None:  # the same id twice, or two texts that mask alike
+            out.append(Proposal(source.id, twin, already=True))
+            continue
         # proposed before (or the same text saved there): idempotent — the copy holds the
         # cleaned text, which the raw one matches too unless the rules masked something
         existing = exact_duplicate(ctx, body, dirs) or exact_duplicate(ctx, source.body, dirs)
@@ -206,6 +212,7 @@ def _write_proposals(ctx: Context, sources: list[Memory], folder: Folder, who: s
                     done.path.unlink(missing_ok=True)
             raise
         written.append((copy, folder))
+        made[normalize_ws(body)] = copy
         out.append(Proposal(source.id, copy))
     freshness.record(ctx, written)
     return out

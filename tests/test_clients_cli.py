@@ -577,3 +577,13 @@ def test_configs_python_cannot_read_whole_are_left_with_a_line(cli: Any, case: s
         result = cli(*args)
         assert "internal error" not in result.err and "Traceback" not in result.err, (args, result.err)
     assert path.read_text() == text
+
+
+def test_after_uninstall_a_plain_init_finds_no_agent_it_had_wired(cli: Any, fake_path: Path) -> None:
+    """Empty skills folders left by uninstall made a later plain init find Cursor, Claude
+    Code and opencode on a machine without them."""
+    assert "found no coding agent" in cli("init", "--yes").err
+    assert cli("init", "--client", "cursor", "--client", "claude", "--client", "opencode", "--yes").rc == 0
+    assert cli("uninstall", "--yes").rc == 0
+    again = cli("init", "--yes")
+    assert again.rc == 1 and "found no coding agent" in again.err, again.out

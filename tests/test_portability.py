@@ -265,6 +265,15 @@ def test_a_bundle_cannot_supersede_a_memory_it_does_not_hold(cli: Any, tmp_path:
     assert read_memory(ctx.personal_dir / f"{evil}.md").supersedes is None
     hits = cli("search", "allergic allergies", "--scope", "personal", "--json").out
     assert victim in hits and evil in hits
+    # the other direction: a bundle memory "superseded by" the victim is the head again
+    other = new_ulid()
+    path, _ = honest(tmp_path / "c.tar.gz", [("personal", other, personal_text(
+        other, "penicillin is fine for me", status="superseded", superseded_by=victim))])  # fmt: skip
+    assert f"unlinked: {other} no longer superseded_by {victim}" in cli("import", str(path)).out
+    gone = read_memory(ctx.personal_dir / f"{other}.md")
+    assert (gone.status, gone.superseded_by) == ("active", None)
+    chains = next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")
+    assert chains["ok"], chains
 
 
 @pytest.mark.parametrize("order", ["old part first", "new part first"])

@@ -108,3 +108,19 @@ def test_propose_of_a_masked_text_is_idempotent_and_all_or_nothing(cli: Any, dat
     file.write_text(file.read_text().replace("placeholder", "<private>only secrets</private>"))
     refused = cli("propose", fine, private)
     assert refused.rc == 2 and len(outbox()) == 1, refused.err
+
+
+def test_propose_of_the_same_memory_twice_in_one_call_makes_one_copy(cli: Any, data_root: Path, git_repo: Path) -> None:
+    memory_id = _add(cli, "we cache builds for a week", "--scope", "personal")
+    assert cli("propose", memory_id, memory_id).rc == 0
+    assert len([p for p in data_root.rglob("*.md") if "personal" not in p.parts]) == 1
+
+
+def test_a_hook_payload_that_is_not_json_is_one_line_and_no_crash_log(data_root: Path, git_repo: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "openmemex", "hook", "stop"], input="not json", capture_output=True,
+                          text=True, cwd=git_repo, timeout=60)  # fmt: skip
+    assert proc.returncode == 0 and "not JSON" in proc.stderr and "internal error" not in proc.stderr
+    assert not (data_root / "logs" / "crash.log").exists()

@@ -171,6 +171,8 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> lis
             if client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME).exists():
                 try:
                     verb, detail, folder = extras.remove_skill(client.skills_dir())
+                    if verb == "removed":  # an empty skills folder left behind would fool detection
+                        fileio.prune_empty_parents(folder)
                 except OSError as exc:
                     verb, detail, folder = "failed", _why(exc), client.skills_dir() / extras.SKILL_NAME
                 actions.append(Action(client.id, "skill", folder, verb, detail))
