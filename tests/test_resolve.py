@@ -258,32 +258,28 @@ def test_rebase_labels_in_a_rebase(cli: Any, git_repo: Path) -> None:
     assert result.rc == 3 and "upstream (being rebased onto)" in result.err
 
 
-def test_a_side_over_the_size_limit_is_never_merged_in(cli: Any, git_repo: Path) -> None:
-    """Their side grew past the 2 MB every reader refuses while both changed the tags (a
-    field-level merge resolves that): `resolve` must not merge it in and stage a file `show`
-    cannot read."""
-    memory_id = conflict(git_repo, ours={"tags": ["cache", "ttl", "ours"]},
-                         theirs={"tags": ["cache", "ttl", "theirs"],
-                                 "body": "Cache TTL is 60s.\n\nSecond paragraph stays.\n\n" + ("y" * 99 + "\n") * 25_000})  # fmt: skip
+_BASE = "Cache TTL is 60s.\n\nSecond paragraph stays.\n"
+_CHUNK = ("z" * 99 + "\n") * 11_000  # 1.1 MB
+OVER_THE_LIMIT = {
+    # their side grew past the 2 MB every reader refuses while both changed the tags
+    "one side": ({"tags": ["cache", "ttl", "ours"]},
+                 {"tags": ["cache", "ttl", "theirs"], "body": _BASE + "\n" + ("y" * 99 + "\n") * 25_000},
+                 "is too large (2.5 MB > 2 MB limit)"),
+    # each side fits (1.1 MB), their field-level merge does not (2.2 MB)
+    "the merge": ({"tags": ["cache", "ours"], "body": _CHUNK + "\n" + _BASE},
+                  {"tags": ["cache", "theirs"], "body": _BASE + "\n" + _CHUNK},
+                  "over the 2 MB every reader accepts"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", OVER_THE_LIMIT)
+def test_a_merge_over_the_size_limit_is_never_staged(cli: Any, git_repo: Path, case: str) -> None:
+    """`resolve` must not write and stage a file `show` cannot read and `check` fails."""
+    ours, theirs, message = OVER_THE_LIMIT[case]
+    memory_id = conflict(git_repo, base={"body": _BASE}, ours=ours, theirs=theirs)
     path = git_repo / MEMDIR / f"{memory_id}.md"
     before = path.read_bytes()
     result = cli("resolve", memory_id)
-    assert result.rc == 3 and "is too large (2.5 MB > 2 MB limit)" in result.err, result.err
-    assert path.read_bytes() == before
-    assert f"{MEMDIR}/{memory_id}.md" in cli("resolve").out  # still conflicted, nothing staged
-
-
-def test_a_merge_of_two_sides_that_each_fit_but_together_do_not_is_refused(cli: Any, git_repo: Path) -> None:
-    """Each side is 1.1 MB, their field-level merge 2.2 MB: `resolve` must not stage a file
-    every reader then refuses (the sides' own check does not see it)."""
-    chunk = ("z" * 99 + "\n") * 11_000
-    base_body = "Cache TTL is 60s.\n\nSecond paragraph stays.\n"
-    memory_id = conflict(git_repo, base={"body": base_body},
-                         ours={"tags": ["cache", "ours"], "body": chunk + "\n" + base_body},
-                         theirs={"tags": ["cache", "theirs"], "body": base_body + "\n" + chunk})  # fmt: skip
-    path = git_repo / MEMDIR / f"{memory_id}.md"
-    before = path.read_bytes()
-    result = cli("resolve", memory_id)
-    assert result.rc == 3 and "over the 2 MB every reader accepts" in result.err, result.err
+    assert result.rc == 3 and message in result.err, result.err
     assert path.read_bytes() == before
     assert f"{MEMDIR}/{memory_id}.md" in cli("resolve").out  # still conflicted, nothing staged
