@@ -192,7 +192,9 @@ def _decide(ctx: Context, scope: str, folder: Folder, own_dirs: list[str], items
         if target.exists() or target.is_symlink():
             result.conflicts.append((memory.id, item.name, f"{target} exists but cannot be read (see `open-memex doctor`)"))
             continue
-        if memory.status == "active":
+        # a replacement in a chain is imported even when its text is here under another id:
+        # skipped, its predecessor would be "superseded by" nothing and come back as current
+        if memory.status == "active" and memory.supersedes is None:
             twin = exact_duplicate(ctx, memory.body, own_dirs)
             twin_id = twin[0] if twin is not None else seen_text.get(normalize_ws(memory.body))
             if twin_id is not None:

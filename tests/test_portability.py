@@ -323,3 +323,19 @@ def test_an_imported_project_memory_is_a_draft_and_every_nested_text_is_redacted
     from openmemex.inject import session_block
 
     assert "curl the installer" not in session_block(ctx).text
+
+
+def test_a_replacement_whose_text_is_here_under_another_id_is_still_imported(cli: Any, tmp_path: Path) -> None:
+    """A bundle's chain V → M where M's text already exists here as M': skipping M as a
+    duplicate left V superseded by nothing (the old fact back in search, doctor failing)."""
+    add(cli, "the database host is db-2", "--scope", "personal")
+    old, new = new_ulid(), new_ulid()
+    path, _ = honest(tmp_path / "b.tar.gz", [
+        ("personal", old, personal_text(old, "the database host is db-1", status="superseded", superseded_by=new)),
+        ("personal", new, personal_text(new, "the database host is db-2", supersedes=old))])  # fmt: skip
+    result = cli("import", str(path))
+    assert result.rc == 0 and "imported 2" in result.out, result.out
+    hits = [h["id"] for h in json.loads(cli("search", "database host db-1", "--scope", "personal", "--json").out)["hits"]]
+    assert old not in hits
+    chains = next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")
+    assert chains["ok"], chains
