@@ -124,3 +124,14 @@ def test_a_hook_payload_that_is_not_json_is_one_line_and_no_crash_log(data_root:
                           text=True, cwd=git_repo, timeout=60)  # fmt: skip
     assert proc.returncode == 0 and "not JSON" in proc.stderr and "internal error" not in proc.stderr
     assert not (data_root / "logs" / "crash.log").exists()
+
+
+def test_propose_again_after_submit_names_no_submit(cli: Any, git_repo: Path) -> None:
+    """Re-proposing a memory whose copy was submitted suggested `submit` for it, which then
+    had nothing to commit."""
+    memory_id = _add(cli, "I review pull requests before lunch", "--scope", "personal")
+    copy = json.loads(cli("propose", memory_id, "--json").out)["proposed"][0]["id"]
+    assert cli("propose", memory_id).out.endswith(f"next: open-memex submit {copy}\n")
+    assert cli("submit", copy).rc == 0
+    again = cli("propose", memory_id)
+    assert again.rc == 0 and "next:" not in again.out and "already in the repository" in again.out

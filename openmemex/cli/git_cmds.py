@@ -150,12 +150,18 @@ def propose(ids: list[str], /, *, to: str = "project", local_approve: Flag = Fal
 
     with open_context() as ctx:
         proposals = run_propose(ctx, ids, to=to, local_approve=local_approve, by=by)
+        outbox = ctx.outbox_dir
     if json:
         emit_json({"proposed": [p.to_json() for p in proposals]})
         return 0
     for proposal in proposals:
         out(proposal.line())
-    out("next: open-memex submit " + " ".join(p.copy.id for p in proposals))
+    # only a copy waiting in the outbox has a submit ahead; one already in the repository has not
+    waiting = list(dict.fromkeys(p.copy.id for p in proposals if p.copy.path is None or p.copy.path.parent == outbox))
+    if waiting:
+        out("next: open-memex submit " + " ".join(waiting))
+    else:
+        out("nothing to submit: the copies are already in the repository")
     return 0
 
 
