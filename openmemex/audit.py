@@ -176,7 +176,10 @@ def chain_findings(conn: sqlite3.Connection, dirs: list[str]) -> list[Finding]:
         dirs,
     ):
         gone = f"its replacement {target} is missing" if target else "it names no replacement"
-        out.append(Finding(memory_id, f"{memory_id} is superseded but {gone}", f"open-memex status {memory_id} active"))
+        fix = f"open-memex status {memory_id} active"
+        if target:  # a chain exported in two bundles joins when the other part is imported
+            fix = f"import the bundle that holds {target} if it is still to come; else {fix}"
+        out.append(Finding(memory_id, f"{memory_id} is superseded but {gone}", fix))
     for memory_id, count in conn.execute(
         f"SELECT supersedes, COUNT(DISTINCT id) FROM memories WHERE supersedes IS NOT NULL AND dir IN ({marks}) "
         "GROUP BY supersedes HAVING COUNT(DISTINCT id) > 1 ORDER BY supersedes",
