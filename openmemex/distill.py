@@ -68,12 +68,13 @@ def distill_agents(ctx: Context, types: list[str] | None = None, limit: int = DE
     if not picked:
         return "", 0
     by_type: dict[str, list[str]] = defaultdict(list)
+    labels = _labels(list(picked))
     for memory_id, (type, state, content) in picked.items():
         first = next((normalize_ws(line) for line in content.splitlines() if line.strip()), "")
         if len(first) > LINE_CHARS:
             first = first[:LINE_CHARS].rstrip() + "…"
         mark = "" if state in REVIEWED else " (unreviewed)"
-        by_type[type].append(f"- {first} `[{memory_id[:8]}]`{mark}")
+        by_type[type].append(f"- {first} `[{labels[memory_id]}]`{mark}")
     date = time.strftime("%Y-%m-%d", time.gmtime(time.time() if now is None else now))
     lines = [
         f"## Learned (distilled from open-memex, {date})",
@@ -87,3 +88,16 @@ def distill_agents(ctx: Context, types: list[str] | None = None, limit: int = DE
             lines.extend([f"### {type}", "", *by_type[type], ""])
     lines.append(HYGIENE)
     return "\n".join(lines), len(picked)
+
+
+def _labels(ids: list[str]) -> dict[str, str]:
+    """Each id's shortest prefix of at least 8 characters that no other listed id shares
+    (`show` takes a prefix). Eight alone is a ULID's time to the second: memories saved in
+    the same second would share it."""
+    labels = {}
+    for memory_id in ids:
+        size = 8
+        while size < len(memory_id) and any(o != memory_id and o.startswith(memory_id[:size]) for o in ids):
+            size += 1
+        labels[memory_id] = memory_id[:size]
+    return labels

@@ -4,6 +4,7 @@ project memories — never personal ones, instructions only once approved."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,12 @@ def test_snippet_groups_by_type_with_the_hygiene_footer(cli: Any, tmp_path: Path
     assert result.rc == 0, result.err
     text = result.out
     assert text.startswith("## Learned (distilled from open-memex, ")
-    assert f"- We deploy only from main after the smoke suite passes `[{decision[:8]}]` (unreviewed)" in text
-    assert f"- Run make lint before every push `[{approved[:8]}]`\n" in text
+    labels = re.findall(r"`\[(01[0-9A-Z]{6,24})\]`", text)  # each a unique prefix of its id (same second: longer)
+    decision_label = next(label for label in labels if decision.startswith(label))
+    approved_label = next(label for label in labels if approved.startswith(label))
+    assert len(decision_label) >= 8 and len(approved_label) >= 8
+    assert f"- We deploy only from main after the smoke suite passes `[{decision_label}]` (unreviewed)" in text
+    assert f"- Run make lint before every push `[{approved_label}]`\n" in text
     assert "### constraint" in text and "### gotcha" in text and "### decision" in text
     assert "x" * 100 in text and "x" * 200 not in text and "…" in text  # cut at 160 characters
     for absent in ("pirate", "prefer tabs", "plain fact", "Disable the tests", "straight to production", "long rationale"):
@@ -63,3 +68,13 @@ def test_nothing_to_distill(cli: Any) -> None:
     add(cli, "only personal things here", "--scope", "personal", "--type", "decision")
     result = cli("distill-agents")
     assert result.rc == 0 and result.out == "" and "no distillable memories found" in result.err
+
+
+def test_labels_are_unique_prefixes() -> None:
+    """Memories saved in the same second share a ULID's first 8 characters."""
+    from openmemex.distill import _labels
+
+    ids = ["01M8PR6YAAAAAAAAAAAAAAAAAA", "01M8PR6YAAAAAAAAAAAAAAAAAB", "01M8PR7ZBBBBBBBBBBBBBBBBBB"]
+    labels = _labels(ids)
+    assert labels == {ids[0]: ids[0], ids[1]: ids[1], ids[2]: "01M8PR7Z"}
+    assert len(set(labels.values())) == 3
