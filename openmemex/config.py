@@ -51,7 +51,9 @@ def _bool(value: Any) -> bool:
 
 
 def _nonneg_int(value: Any) -> int:
-    number = int(value)
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError("expected a whole number >= 0")
+    number = int(value)  # OverflowError for 1e400: a ValueError below
     if number < 0:
         raise ValueError("expected a whole number >= 0")
     return number
@@ -91,7 +93,16 @@ def _allowlist(value: Any) -> list[str]:
 
 def _url(value: Any) -> str:
     text = str(value).strip()
-    if text and not text.startswith(("https://", "http://")):
+    if not text:
+        return text
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018  (a port out of range raises here, not at the first request)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("https", "http") or not parts.hostname:
         raise ValueError("expected an http(s) URL such as https://ghe.example.com/api/v3")
     return text
 
@@ -178,11 +189,13 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def load_config(path: Path) -> Config:
     user: dict[str, Any] = {}
     exists = path.is_file()
+    if os.path.lexists(path) and not exists:
+        _warn(f"config file {path} is not a file (a folder, or a link to nothing); using the defaults")
     if exists:
         try:
             text = path.read_text("utf-8")
             parsed = json.loads(strip_jsonc(text)) if text.strip() else {}
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: a 5,000-digit number
             raise MemexError(f"config file {path} is not valid JSON ({exc}); fix or delete it") from None
         if not isinstance(parsed, dict):
             raise MemexError(f"config file {path} must hold a JSON object; fix or delete it")
@@ -200,7 +213,7 @@ def load_config(path: Path) -> Config:
             continue
         try:
             node[name] = check(node[name])
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             default = DEFAULTS[head][tail] if tail else DEFAULTS[head]
             _warn(f"{key} in {path} is invalid ({exc}); using {default!r}")
             node[name] = default
@@ -219,20 +232,34 @@ def set_value(path: Path, key: str, raw_value: str) -> Any:
         raise UsageError(f"unknown config key {key!r} — settable keys: {', '.join(VALIDATORS)}")
     try:
         candidate: Any = json.loads(raw_value)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         candidate = raw_value
     try:
         value = VALIDATORS[key](candidate)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise UsageError(f"invalid value for {key}: {exc}") from None
+    # a link (a dotfiles manager's) is written through, not replaced by a plain file
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if os.path.lexists(target) and not target.is_file():
+        raise MemexError(f"config file {path} is not a file — move it away, then set the value again")
+    from .locks import scope_lock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with scope_lock(target.parent, [f".{target.name}"]):  # two `config set` at once: neither update is lost
+        return _write_value(target, key, value)
+
+
+def _write_value(path: Path, key: str, value: Any) -> Any:
     current: dict[str, Any] = {}
     if path.is_file():
         try:
             text = path.read_text("utf-8")
             loaded = json.loads(strip_jsonc(text)) if text.strip() else {}
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise MemexError(f"config file {path} is not valid JSON ({exc}); fix or delete it first") from None
-        current = loaded if isinstance(loaded, dict) else {}
+        if not isinstance(loaded, dict):
+            raise MemexError(f"config file {path} must hold a JSON object; fix or delete it first")
+        current = loaded
     node = current
     parts = key.split(".")
     for part in parts[:-1]:
@@ -242,8 +269,10 @@ def set_value(path: Path, key: str, raw_value: str) -> Any:
             node[part] = child
         node = child
     node[parts[-1]] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(current, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(current, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return value

@@ -805,3 +805,52 @@ def test_fake_shuts_down_cleanly() -> None:
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)
 
+
+
+@pytest.mark.parametrize("answer", ["not json", "an object for a list", "a login page redirect", "a huge error page"])
+def test_an_answer_that_is_not_githubs_is_one_short_line(repo: Path, token: str, answer: str) -> None:
+    """A proxy, an SSO page or a broken server in front of the API: every such answer was
+    an internal error (TypeError, AssertionError …), and a 2 MB error page one 2 MB line."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Hostile(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if answer == "a login page redirect" and "/login" not in self.path:
+                self.send_response(302)
+                self.send_header("Location", "/login")
+                self.end_headers()
+                return
+            status, body, kind = {"not json": (200, b"<html>hello</html>", "text/html"),
+                                  "an object for a list": (200, b'{"unexpected": true}', "application/json"),
+                                  "a login page redirect": (200, b"<html>sign in</html>", "text/html"),
+                                  "a huge error page": (500, b"<html>" + b"x" * 2_000_000 + b"</html>", "text/html")}[answer]  # fmt: skip
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    make_memory(repo)
+    commit_all(repo)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(MemexError) as caught:
+            run(f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 600, message[:300]
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999", "ftp://example.com"])
+def test_an_api_url_that_is_no_url_is_refused_in_one_line(repo: Path, token: str, url: str) -> None:
+    make_memory(repo)
+    commit_all(repo)
+    with pytest.raises(MemexError, match="is not an http\\(s\\) URL"):
+        run(url)

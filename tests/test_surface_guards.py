@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
@@ -135,3 +137,55 @@ def test_propose_again_after_submit_names_no_submit(cli: Any, git_repo: Path) ->
     assert cli("submit", copy).rc == 0
     again = cli("propose", memory_id)
     assert again.rc == 0 and "next:" not in again.out and "already in the repository" in again.out
+
+
+@pytest.mark.parametrize("value", ["1e400", "9" * 5000])
+def test_a_config_number_out_of_range_is_replaced_by_its_default(cli: Any, data_root: Path, value: str) -> None:
+    """`{"injectTokens": 1e400}` (or 5,000 digits) by hand made every command exit 70."""
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "config.json").write_text('{"injectTokens": ' + value + '}\n')
+    for args in (("where",), ("list",), ("config",)):
+        result = cli(*args)
+        assert "internal error" not in result.err and result.err.count("\n") <= 1, (args, result.err)
+        if value == "1e400":  # a value: replaced by its default, with a warning
+            assert result.rc == 0, result.err
+        else:  # a number Python will not read: the file cannot be read, one line naming it
+            assert result.rc == 1 and "fix or delete it" in result.err
+    if value == "1e400":
+        assert json.loads(cli("config", "get", "injectTokens").out) == 800
+    refused = cli("config", "set", "injectTokens", "1e400")
+    assert refused.rc == 2 and "invalid value for injectTokens" in refused.err
+    for bad in ("true", "3.7"):
+        assert cli("config", "set", "injectTokens", bad).rc == 2
+
+
+def test_config_set_from_several_processes_loses_no_update(data_root: Path) -> None:
+    import subprocess
+    import sys
+
+    keys = [("maxProjectMemories", "7"), ("maxProfileItems", "9"), ("injectTokens", "500"),
+            ("captureAliases", "false"), ("keywordCaptureEnabled", "false"), ("logLevel", '"debug"')]  # fmt: skip
+    procs = [subprocess.Popen([sys.executable, "-m", "openmemex", "config", "set", key, value],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for key, value in keys]  # fmt: skip
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    stored = json.loads((data_root / "config.json").read_text())
+    assert set(stored) == {key for key, _ in keys}, stored
+
+
+def test_config_set_writes_through_a_link_and_refuses_a_folder(cli: Any, data_root: Path, tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "open-memex.json"
+    real.parent.mkdir()
+    real.write_text('{"injectTokens": 500}\n')
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "config.json").symlink_to(real)
+    assert cli("config", "set", "maxProfileItems", "9").rc == 0
+    assert (data_root / "config.json").is_symlink() and json.loads(real.read_text()) == {"injectTokens": 500,
+                                                                                         "maxProfileItems": 9}  # fmt: skip
+    (data_root / "config.json").unlink()
+    (data_root / "config.json").mkdir()
+    result = cli("config", "set", "maxProfileItems", "9")
+    assert result.rc == 1 and "is not a file" in result.err and "internal error" not in result.err
+    assert not [p for p in data_root.iterdir() if p.name.endswith(".tmp")]
+    assert "is not a file" in cli("where").err  # read commands say so, then use the defaults

@@ -385,8 +385,13 @@ def _api_url(ctx: Context, remote: RemoteRepo, explicit: str | None) -> str:
     for value, origin in ((explicit, "--api-url"), (configured, "config github.apiUrl")):
         if isinstance(value, str) and value.strip():
             url = value.strip().rstrip("/")
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
+            try:
+                parts = urlsplit(url)
+                valid = parts.port is None or parts.port > 0  # a port out of range raises
+                valid = valid and parts.scheme in ("http", "https") and bool(parts.hostname)
+            except ValueError:  # "http://[::1" and the like
+                valid = False
+            if not valid:
                 raise MemexError(
                     f"{origin} {url!r} is not an http(s) URL — use e.g. https://github.example.com/api/v3 "
                     "(or `open-memex config set github.apiUrl \"\"` to derive it from the remote)"
@@ -452,14 +457,28 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
         ) from None
     except github.GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
-        raise MemexError(f"GitHub API error {exc.status} at {api}: {message or exc}") from None
+        raise MemexError(f"GitHub API error {exc.status} at {api}: {_short(str(message or exc))}") from None
     except OSError as exc:  # requests' RequestException (connection refused, timeout, TLS) is one
         raise MemexError(
             f"cannot reach the GitHub API at {api} ({type(exc).__name__}) — check the network or github.apiUrl"
         ) from None
+    except MemexError:
+        raise
+    except Exception as exc:
+        # an answer the API client could not make sense of (not JSON, a list where an object
+        # belongs, a redirect to a login page or another host, a token it cannot send)
+        raise MemexError(f"the GitHub API at {api} gave an answer that is not GitHub's ({type(exc).__name__}: "
+                         f"{_short(str(exc))}) — check github.apiUrl, a proxy or SSO in between, and the "
+                         "token") from None  # fmt: skip
     finally:
         client.close()
     return info, files
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """An error page can be megabytes: one line, cut."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _newest(pull: Any) -> tuple[float, int]:
