@@ -91,7 +91,9 @@ def _allowlist(value: Any) -> list[str]:
     return list(value)
 
 
-def _url(value: Any) -> str:
+def check_url(value: Any) -> str:
+    """An http(s) URL with a host (and a port in range), or ValueError: ``github.apiUrl`` as set,
+    and ``pr-status --api-url``."""
     text = str(value).strip()
     if not text:
         return text
@@ -139,7 +141,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "logLevel": _choice("info", "debug"),
     "sync.autoPull": _bool,
     "sync.transport": _choice("auto", "git", "pygit2"),
-    "github.apiUrl": _url,
+    "github.apiUrl": check_url,
     "embeddings": _choice("off", "multilingual-e5-small", "wordllama"),
     "searchExpansions": _expansion_groups,
 }

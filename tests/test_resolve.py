@@ -268,7 +268,7 @@ OVER_THE_LIMIT = {
     # each side fits (1.1 MB), their field-level merge does not (2.2 MB)
     "the merge": ({"tags": ["cache", "ours"], "body": _CHUNK + "\n" + _BASE},
                   {"tags": ["cache", "theirs"], "body": _BASE + "\n" + _CHUNK},
-                  "over the 2 MB every reader accepts"),
+                  "2 MB every reader accepts"),
 }  # fmt: skip
 
 

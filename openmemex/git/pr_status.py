@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from .. import freshness
+from ..config import check_url
 from ..errors import MemexError
 from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
 
@@ -386,16 +386,12 @@ def _api_url(ctx: Context, remote: RemoteRepo, explicit: str | None) -> str:
         if isinstance(value, str) and value.strip():
             url = value.strip().rstrip("/")
             try:
-                parts = urlsplit(url)
-                valid = parts.port is None or parts.port > 0  # a port out of range raises
-                valid = valid and parts.scheme in ("http", "https") and bool(parts.hostname)
-            except ValueError:  # "http://[::1" and the like
-                valid = False
-            if not valid:
+                check_url(url)  # the rule `config set github.apiUrl` applies
+            except ValueError:
                 raise MemexError(
                     f"{origin} {url!r} is not an http(s) URL — use e.g. https://github.example.com/api/v3 "
                     "(or `open-memex config set github.apiUrl \"\"` to derive it from the remote)"
-                )
+                ) from None
             return url
     return remote.api_url
 

@@ -154,10 +154,10 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
     if not outcome.clean:
         return report
     assert outcome.merged is not None
-    text = serialize(outcome.merged)
-    too_large = _too_large(text)
-    if too_large is not None:
-        raise ConflictError(f"{rel}: {too_large} — resolve it by hand (shorten the text), then `git add {rel}`")
+    text, unreadable = _readable(outcome.merged)
+    if unreadable is not None:
+        raise ConflictError(f"{rel}: the merge is not a file a reader accepts: {unreadable} — resolve it by hand, "
+                            f"then `git add {rel}`")  # fmt: skip
     path = gitrepo.workdir / rel
     store.write_atomic(path, text)
     import pygit2
@@ -318,10 +318,10 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str,
             store.write_atomic(Path(ours_path), marked)
         return 1
     assert outcome.merged is not None
-    text = serialize(outcome.merged)
-    too_large = _too_large(text)
-    if too_large is not None:
-        sys.stderr.write(f"open-memex: {path}: {too_large} — edit the file to shorten it, then `git add` it\n")
+    text, unreadable = _readable(outcome.merged)
+    if unreadable is not None:
+        sys.stderr.write(f"open-memex: {path}: the merge is not a file a reader accepts: {unreadable} — edit the "
+                         "file, then `git add` it\n")  # fmt: skip
         _, marked = merge_text(repo, base_b, ours_b, theirs_b, labels)
         if marked is not None:
             store.write_atomic(Path(ours_path), marked)
@@ -330,12 +330,14 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str,
     return 0
 
 
-def _too_large(text: str) -> str | None:
-    """Each side may fit while the merge of both does not (two bodies, unioned lists)."""
-    size = len(text.encode("utf-8"))
-    if size <= MAX_FILE_BYTES:
-        return None
-    return f"the merged file would be {size:,} bytes, over the {MAX_FILE_BYTES // 2**20} MB every reader accepts"
+def _readable(merged: Memory) -> tuple[str, str | None]:
+    """The merged file's text, and why a reader would refuse it (the write path's own rule,
+    ``store.render``): each side may fit while their merge does not (two bodies, unioned
+    lists), and a line-merged body may hold conflict markers."""
+    try:
+        return store.render(merged), None
+    except MemexError as exc:
+        return serialize(merged), str(exc)
 
 
 def _text_fallback(repo: pygit2.Repository | None, path: str, ours_path: str, data: tuple[bytes, bytes, bytes],
