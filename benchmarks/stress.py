@@ -527,6 +527,9 @@ def read_index(db: Path) -> tuple[list[dict[str, Any]], list[str]]:
         return [], []
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
+    from openmemex.index_schema import register_functions
+
+    register_functions(conn)  # the memories view inflates texts with one of ours
     try:
         rows = [
             dict(r)

@@ -36,8 +36,9 @@ def registry(conn: sqlite3.Connection, dirs: list[str]) -> list[tuple[str, str]]
     if not dirs:
         return []
     rows = conn.execute(
-        f"SELECT alias, target FROM memories INDEXED BY memories_alias_target "
-        f"WHERE alias <> '' AND target <> '' AND dir IN ({placeholders(dirs)}) AND status = 'active'",
+        f"SELECT r.alias, r.target FROM folders f CROSS JOIN memory_rows r INDEXED BY memories_alias_target "
+        f"ON r.folder = f.id WHERE r.alias <> '' AND r.target <> '' AND f.dir IN ({placeholders(dirs)}) "
+        f"AND r.status = 'active'",
         dirs,
     ).fetchall()
     return list(dict.fromkeys((str(r[0]), str(r[1])) for r in rows))

@@ -404,7 +404,7 @@ def attach(conn: sqlite3.Connection, expander: Expander) -> int:
         for rowid, content, tags, aliases in rows:
             codes, _ = expander.stored(" ".join([content, *split_tags(tags), *split_tags(aliases)]))
             updates.append((codes, "", rowid))
-        conn.executemany("UPDATE memories SET expansions = ?, cjk_expansions = ? WHERE rowid = ?", updates)
+        conn.executemany("UPDATE memory_rows SET expansions = ?, cjk_expansions = ? WHERE rowid = ?", updates)
         conn.execute(
             "INSERT INTO index_info(key, value) VALUES ('expansions', ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

@@ -18,6 +18,7 @@ from .context import Context
 from .errors import MemexError, StoreBusyError
 from .fingerprint import MASK, SIG_COLUMNS, Sig, entry_hash, folder_checksum, stat_sig
 from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
+from .index_schema import ROW_KEY, path_sql
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
@@ -280,10 +281,13 @@ def rebuild(
     (issue 6). Writers wait for it (busy timeout) and are told to retry if it runs long."""
     folder_list = list(folders)
     with index.transaction(conn):
-        index.create_schema(conn, force=True)  # drop and recreate: far faster than per-row FTS deletes
+        # drop and recreate (far faster than per-row FTS deletes); the secondary indexes are
+        # made from the finished rows: sorted once, their pages full
+        index.create_schema(conn, force=True, indexes=False)
         index.fts_automerge(conn, 0)  # merged once the build is done, by its last flush
         stats = reconcile(conn, folder_list, kind="cli", warn=warn, progress=progress)
         index.fts_automerge(conn, index.FTS_AUTOMERGE)  # in the same transaction: never left off
+        index.create_indexes(conn)
     _checkpoint(conn)
     return stats
 
@@ -328,11 +332,13 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     marks = placeholders(dirs)
     forward = _one_sided(conn, dirs, "superseded_by", "supersedes")  # old → new, new lacks the way back
     backward = _one_sided(conn, dirs, "supersedes", "superseded_by")  # new → old, old lacks the way on
-    bypassed = conn.execute(
-        f"SELECT x.file_path AS path, x.location AS location, p.file_path AS p_path, n.file_path AS n_path "
-        f"FROM memories x INDEXED BY memories_supersedes CROSS JOIN memories p ON p.id = x.supersedes "
-        f"CROSS JOIN memories n ON n.id = x.superseded_by "
-        f"WHERE x.supersedes IS NOT NULL AND x.dir IN ({marks}) AND p.superseded_by = n.id",
+    bypassed = conn.execute(  # on the rows themselves: a view cannot be told which index to walk
+        f"SELECT {path_sql('fx', 'x')} AS path, x.location AS location, {path_sql('fp', 'p')} AS p_path, "
+        f"{path_sql('fn', 'n')} AS n_path "
+        f"FROM memory_rows x INDEXED BY memories_supersedes CROSS JOIN folders fx ON fx.id = x.folder "
+        f"CROSS JOIN memory_rows p ON p.id = x.supersedes CROSS JOIN folders fp ON fp.id = p.folder "
+        f"CROSS JOIN memory_rows n ON n.id = x.superseded_by CROSS JOIN folders fn ON fn.id = n.folder "
+        f"WHERE x.supersedes IS NOT NULL AND fx.dir IN ({marks}) AND p.superseded_by = n.id",
         dirs,
     ).fetchall()
     healed = 0
@@ -395,12 +401,10 @@ def _heal(
             column, value = ("supersedes", supersedes) if supersedes else ("superseded_by", superseded_by)
             where = index.path_key(path_text)
             with index.transaction(ctx.conn):
-                ctx.conn.execute(f"UPDATE memories SET {column} = ? WHERE id = ? AND dir = ?", (value, *where))
+                ctx.conn.execute(f"UPDATE memory_rows SET {column} = ? WHERE {ROW_KEY}", (value, *where))
                 if superseded_by:
-                    ctx.conn.execute(
-                        "UPDATE memories SET status = 'superseded' WHERE id = ? AND dir = ? AND status = 'active'",
-                        where,
-                    )
+                    ctx.conn.execute(f"UPDATE memory_rows SET status = 'superseded' WHERE {ROW_KEY} AND status = 'active'",
+                                     where)  # fmt: skip
             return f"one-sided supersede chain (missing {what}); fix the file in the repo"
         if supersedes:
             memory.supersedes = supersedes
@@ -420,9 +424,11 @@ def _one_sided(conn: sqlite3.Connection, dirs: list[str], pointer: str, back: st
     empty; walked from the partial index of ``pointer``, so only chain members are read."""
     marks = placeholders(dirs)
     return conn.execute(
-        f"SELECT h.id AS holder_id, h.file_path AS holder_path, x.file_path AS path, x.location AS location "
-        f"FROM memories h INDEXED BY memories_{pointer} CROSS JOIN memories x ON x.id = h.{pointer} "
-        f"WHERE h.{pointer} IS NOT NULL AND h.dir IN ({marks}) AND x.dir IN ({marks}) AND x.{back} IS NULL",
+        f"SELECT h.id AS holder_id, {path_sql('fh', 'h')} AS holder_path, {path_sql('fx', 'x')} AS path, "
+        f"x.location AS location "
+        f"FROM memory_rows h INDEXED BY memories_{pointer} CROSS JOIN folders fh ON fh.id = h.folder "
+        f"CROSS JOIN memory_rows x ON x.id = h.{pointer} CROSS JOIN folders fx ON fx.id = x.folder "
+        f"WHERE h.{pointer} IS NOT NULL AND fh.dir IN ({marks}) AND fx.dir IN ({marks}) AND x.{back} IS NULL",
         [*dirs, *dirs],
     ).fetchall()
 
@@ -441,8 +447,8 @@ def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Fo
         if location == "repo":
             with index.transaction(ctx.conn):
                 ctx.conn.execute(
-                    "UPDATE memories SET status = 'retracted', supersedes = NULL, superseded_by = NULL "
-                    "WHERE id = ? AND dir = ?", index.path_key(path_text),
+                    f"UPDATE memory_rows SET status = 'retracted', supersedes = NULL, superseded_by = NULL "
+                    f"WHERE {ROW_KEY}", index.path_key(path_text),
                 )  # fmt: skip
             return f"left out of its chain by an interrupted forget; fix the file in the repo (`open-memex forget {memory.id}`)"
         changed = []

@@ -40,11 +40,14 @@ ROW_COLUMNS = (
     "content_hash", "supersedes", "superseded_by", "created_at", "updated_at",
 )  # fmt: skip
 _AT = {c: i for i, c in enumerate(ROW_COLUMNS)}
-_ID, _DIR, _STORED = _AT["id"], _AT["dir"], len(ROW_COLUMNS)
+_ID, _DIR, _CONTENT, _STORED = _AT["id"], _AT["dir"], _AT["content"], len(ROW_COLUMNS)
 # where each FTS column's value is in a row_values row (the last two are not stored)
 _FTS_AT = tuple(_STORED if c == "expansions" else _STORED + 1 if c == "cjk" else _AT[c] for c in index_schema.FTS_COLUMNS)
 _FTS_PICK = operator.itemgetter(0, *(1 + at for at in _FTS_AT))  # (rowid, *FTS values) of a (rowid, *row)
-_INSERT = f"INSERT INTO memories(rowid, {', '.join(ROW_COLUMNS)}) VALUES (?{', ?' * len(ROW_COLUMNS)})"
+# stored in ``memory_rows``: the folder by its number, the text packed (``index_schema.pack``)
+_STORE_AS = {"dir": "folder", "content": "body"}
+_INSERT = (f"INSERT INTO memory_rows(rowid, {', '.join(_STORE_AS.get(c, c) for c in ROW_COLUMNS)}) "
+           f"VALUES (?{', ?' * len(ROW_COLUMNS)})")  # fmt: skip
 _FTS = ", ".join(index_schema.FTS_COLUMNS)
 _FTS_MARKS = ", ?" * len(index_schema.FTS_COLUMNS)
 _FTS_INSERT = f"INSERT INTO memories_fts(rowid, {_FTS}) VALUES (?{_FTS_MARKS})"
@@ -286,9 +289,14 @@ def trim(conn: sqlite3.Connection) -> None:
     conn.executescript("PRAGMA incremental_vacuum;")
 
 
-def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
-    """Create the current schema, empty (``index_schema``); ``force``: even if current."""
-    index_schema.create_schema(conn, force)
+def create_schema(conn: sqlite3.Connection, force: bool = False, indexes: bool = True) -> None:
+    """Create the current schema, empty (``index_schema``); ``force``: even if current;
+    ``indexes=False``: the secondary indexes are left to ``create_indexes``."""
+    index_schema.create_schema(conn, force, indexes)
+
+
+def create_indexes(conn: sqlite3.Connection) -> None:
+    index_schema.create_indexes(conn)
 
 
 def rows_version(conn: sqlite3.Connection) -> int:
@@ -423,7 +431,7 @@ def _drop(conn: sqlite3.Connection, old: Iterable[tuple[object, ...]]) -> int:
     gone = list(old)
     if gone:
         conn.executemany(_FTS_DELETE, gone)
-        conn.executemany("DELETE FROM memories WHERE rowid = ?", [(g[0],) for g in gone])
+        conn.executemany("DELETE FROM memory_rows WHERE rowid = ?", [(g[0],) for g in gone])
     return len(gone)
 
 
@@ -444,7 +452,7 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
     # damage, and the insert below would take it for it.
     rows = list({(str(r[_ID]), str(r[_DIR])): r for r in rows}.values())
     old = _existing(conn, ((str(r[_ID]), str(r[_DIR])) for r in rows))
-    next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
+    next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memory_rows").fetchone()[0]) + 1
     _drop(conn, old.values())  # (after the count: a kept rowid may be the highest)
     full: list[tuple[object, ...]] = []
     for row in rows:
@@ -454,8 +462,14 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
         else:
             rowid, next_rowid = next_rowid, next_rowid + 1
         full.append((rowid, *row))
+    numbers = folder_numbers(conn, {str(r[_DIR]) for r in rows})
+    stored = [
+        (*r[: _DIR + 1], numbers[str(r[_DIR + 1])], *r[_DIR + 2 : _CONTENT + 1],
+         index_schema.pack(str(r[_CONTENT + 1])), *r[_CONTENT + 2 : _STORED + 1])
+        for r in full
+    ]  # fmt: skip
     try:
-        conn.executemany(_INSERT, [r[: _STORED + 1] for r in full])
+        conn.executemany(_INSERT, stored)
     except sqlite3.IntegrityError as exc:
         # rowids are past the highest and keys were looked up under the write lock: only a
         # damaged index answers either wrongly, and a damaged index is rebuilt (is_corrupt)
@@ -464,6 +478,15 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
     # later is what was indexed now (tests/test_index_derived.py holds it to that).
     conn.executemany(_FTS_INSERT, map(_FTS_PICK, full))
     _count(conn, len(rows) + len(old))
+
+
+def folder_numbers(conn: sqlite3.Connection, dirs: Iterable[str]) -> dict[str, int]:
+    """The number ``memory_rows.folder`` stores for each of ``dirs``, numbering new ones (a
+    path is stored once, in ``folders``, not in every row and every index entry)."""
+    wanted = list(dirs)
+    conn.executemany("INSERT OR IGNORE INTO folders(dir) VALUES (?)", [(d,) for d in wanted])
+    found = conn.execute(f"SELECT dir, id FROM folders WHERE dir IN ({placeholders(wanted)})", wanted)
+    return {str(d): int(n) for d, n in found}
 
 
 def delete_rows(conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]) -> int:

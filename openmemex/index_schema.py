@@ -1,10 +1,13 @@
 """The index's tables (issue 11: a smaller index, same answers).
 
-``memories`` keeps every column readers use (search, listing, lookup … read ``m.*``), but
-what the FTS5 table needs and readers do not is not stored twice:
+The ``memories`` view gives every column readers use (search, listing, lookup … read
+``m.*``); the rows are stored in ``memory_rows``, and what the FTS5 table needs and readers
+do not is not stored twice:
 
-- ``file_path`` is generated from the folder and the id (a file whose id differs from its
-  name is never indexed).
+- ``dir`` is a number (``folders`` holds each path once) and ``file_path`` is made from the
+  folder and the id (a file whose id differs from its name is never indexed).
+- the text (``body``) is raw-deflated (``pack``; the view inflates it with ``memex_text``):
+  about 0.6 of the bytes of prose. Search reads ranked rows without it (``search._LEAN``).
 - ``cjk`` is 1 when the memory has Chinese/Japanese/Korean text, 0 otherwise; its unigrams
   and bigrams (a third of the corpus's size where a fifth of it is Chinese) are indexed but
   not stored. Search reads rows only for the few dozen ranked hits and makes the grams for
@@ -36,12 +39,13 @@ import functools
 import hashlib
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator
 
 from . import expansions
 from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 14  # 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 15  # 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -52,18 +56,21 @@ _FTS = ", ".join(FTS_COLUMNS)
 def _fts_of(row: str) -> str:
     """The FTS values of ``old`` or ``new`` in the trigger, as ``fts_values`` makes them."""
     return (
-        f"{row}.content, {row}.tags, {row}.aliases, memex_spell({row}.expansions), {row}.type, "
-        f"memex_grams({row}.content, {row}.tags, {row}.aliases), {row}.cjk_expansions"
+        f"memex_text({row}.body), {row}.tags, {row}.aliases, memex_spell({row}.expansions), {row}.type, "
+        f"memex_grams(memex_text({row}.body), {row}.tags, {row}.aliases), {row}.cjk_expansions"
     )
 
 
 _SCHEMA = f"""
-CREATE TABLE memories(
+CREATE TABLE folders(
+  id INTEGER PRIMARY KEY,
+  dir TEXT NOT NULL UNIQUE
+);
+CREATE TABLE memory_rows(
   rowid INTEGER PRIMARY KEY,
   id TEXT NOT NULL,
-  dir TEXT NOT NULL,
+  folder INTEGER NOT NULL,
   location TEXT NOT NULL,
-  file_path TEXT GENERATED ALWAYS AS (dir || '{os.sep}' || id || '.md') VIRTUAL,
   mtime_ns INTEGER NOT NULL,
   size INTEGER NOT NULL,
   ctime_ns INTEGER NOT NULL,
@@ -84,7 +91,7 @@ CREATE TABLE memories(
   cjk_expansions TEXT NOT NULL DEFAULT '',
   alias TEXT NOT NULL DEFAULT '',
   target TEXT NOT NULL DEFAULT '',
-  content TEXT NOT NULL,
+  body NOT NULL CHECK (typeof(body) IN ('text', 'blob')),
   cjk INTEGER NOT NULL CHECK (cjk IN (0, 1)),
   content_hash TEXT NOT NULL,
   supersedes TEXT,
@@ -92,28 +99,33 @@ CREATE TABLE memories(
   created_at REAL NOT NULL,
   updated_at REAL NOT NULL
 );
-CREATE UNIQUE INDEX memories_id ON memories(id, dir);
-CREATE INDEX memories_dir_updated ON memories(dir, updated_at);
-CREATE INDEX memories_dir_status ON memories(dir, status);
-CREATE INDEX memories_hash ON memories(content_hash);
-CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
-CREATE INDEX memories_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
-CREATE INDEX memories_alias_target ON memories(dir) WHERE alias <> '' AND target <> '';
+CREATE UNIQUE INDEX memories_id ON memory_rows(id, folder);
+CREATE VIEW memories AS SELECT
+  r.rowid AS rowid, r.id AS id, f.dir AS dir, r.location AS location,
+  f.dir || '{os.sep}' || r.id || '.md' AS file_path,
+  r.mtime_ns AS mtime_ns, r.size AS size, r.ctime_ns AS ctime_ns, r.ino AS ino, r.scope AS scope,
+  r.scope_key AS scope_key, r.visibility AS visibility, r.project_name AS project_name, r.type AS type,
+  r.role AS role, r.importance AS importance, r.status AS status, r.review_state AS review_state,
+  r.source AS source, r.tags AS tags, r.aliases AS aliases, r.expansions AS expansions,
+  r.cjk_expansions AS cjk_expansions, r.alias AS alias, r.target AS target, memex_text(r.body) AS content,
+  r.cjk AS cjk, r.content_hash AS content_hash, r.supersedes AS supersedes,
+  r.superseded_by AS superseded_by, r.created_at AS created_at, r.updated_at AS updated_at
+FROM memory_rows r JOIN folders f ON f.id = r.folder;
 CREATE VIRTUAL TABLE memories_fts USING fts5(
   content, tags, aliases, expansions, type, cjk, cjk_expansions,
   content='',
   tokenize='{TOKENIZE}'
 );
-CREATE TRIGGER memories_bd BEFORE DELETE ON memories BEGIN
+CREATE TRIGGER memories_bd BEFORE DELETE ON memory_rows BEGIN
   SELECT memex_spell(x'');
 END;
-CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+CREATE TRIGGER memories_au AFTER UPDATE ON memory_rows BEGIN
   UPDATE index_info SET value = value + 1 WHERE key = 'rows';
 END;
-CREATE TRIGGER memories_au_fts AFTER UPDATE OF content, tags, aliases, expansions, type, cjk_expansions ON memories BEGIN
+CREATE TRIGGER memories_au_fts AFTER UPDATE OF body, tags, aliases, expansions, type, cjk_expansions ON memory_rows BEGIN
   INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', old.rowid, {_fts_of("old")});
   INSERT INTO memories_fts(rowid, {_FTS}) VALUES (new.rowid, {_fts_of("new")});
-  UPDATE memories SET cjk = (memex_grams(new.content, new.tags, new.aliases) <> '') WHERE rowid = new.rowid;
+  UPDATE memory_rows SET cjk = (memex_grams(memex_text(new.body), new.tags, new.aliases) <> '') WHERE rowid = new.rowid;
 END;
 CREATE TABLE quarantine(
   file_path TEXT PRIMARY KEY,
@@ -147,6 +159,29 @@ CREATE TABLE sync_log(
 """
 
 
+# The secondary indexes: made after a rebuild has inserted every row (``create_indexes``):
+# built from sorted keys their pages are full, and the build is faster than keeping them up
+# row by row. ``memories_id`` is made with the table: writes look their keys up in it.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS memories_dir_updated ON memory_rows(folder, updated_at);
+CREATE INDEX IF NOT EXISTS memories_dir_status ON memory_rows(folder, status);
+CREATE INDEX IF NOT EXISTS memories_hash ON memory_rows(content_hash);
+CREATE INDEX IF NOT EXISTS memories_supersedes ON memory_rows(supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_superseded_by ON memory_rows(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_alias_target ON memory_rows(folder) WHERE alias <> '' AND target <> '';
+"""
+
+
+# The row of (id, dir) in ``memory_rows``, for an UPDATE (the ``memories`` view is read-only).
+ROW_KEY = "id = ? AND folder = (SELECT id FROM folders WHERE dir = ?)"
+
+
+def path_sql(folder: str, row: str) -> str:
+    """``file_path`` as the view makes it, for a query on ``memory_rows`` ``row`` joined to
+    ``folders`` ``folder`` (one that must name the index SQLite walks)."""
+    return f"{folder}.dir || '{os.sep}' || {row}.id || '.md'"
+
+
 def grams(content: str, tags: str, aliases: str) -> str:
     """The FTS ``cjk`` column from the stored ones: the grams of the body, tags, aliases and
     the D81 pair (the ``aliases`` column holds both; the separators are not CJK, so the runs
@@ -160,10 +195,45 @@ def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, c
     return (content, tags, aliases, expansions.spell(codes), type, grams(content, tags, aliases), cjk_expansions)
 
 
+_PACKED_MIN = 128  # bytes: a shorter text is stored as it is (deflate would save a few bytes at best)
+
+
+def pack(content: str) -> str | bytes:
+    """A memory's text as ``memory_rows.body`` stores it: raw deflate (a third to half of the
+    bytes of prose), or the text itself where that saves too little to pay for inflating it
+    on every read. ``unpack`` reads either; the ``memories`` view calls it (``memex_text``)."""
+    raw = content.encode("utf-8")
+    if len(raw) < _PACKED_MIN:
+        return content
+    packed = zlib.compress(raw, 6, -15)
+    return packed if len(packed) + 16 < len(raw) else content
+
+
+def unpack(body: str | bytes) -> str:
+    """``pack`` undone. A stored blob that does not inflate (a damaged page that SQLite did
+    not notice) reads as an empty text: ``doctor`` then finds the row disagreeing with its
+    file and names ``reindex``; raising here would fail every read of the view."""
+    if isinstance(body, str):
+        return body
+    try:
+        return zlib.decompress(body, -15).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError, TypeError):
+        return ""
+
+
 def register_functions(conn: sqlite3.Connection) -> None:
-    """What the FTS trigger calls; ``index.connect`` adds them to every connection."""
+    """What the ``memories`` view and the FTS trigger call; ``index.connect`` adds them to
+    every connection (a foreign one reading ``content`` or changing a row fails loudly)."""
     conn.create_function("memex_grams", 3, grams, deterministic=True)
     conn.create_function("memex_spell", 1, expansions.spell, deterministic=True)
+    conn.create_function("memex_text", 1, unpack, deterministic=True)
+
+
+def create_indexes(conn: sqlite3.Connection) -> None:
+    """The secondary indexes (``_INDEXES``), if missing: after a rebuild's rows, or by
+    ``create_schema`` for an index that is written row by row from the start."""
+    for statement in split_sql(_INDEXES):
+        conn.execute(statement)
 
 
 # Every CJK range's first and last character and its neighbours outside, runs of one to
@@ -223,8 +293,10 @@ def rules_match(conn: sqlite3.Connection) -> bool:
     return row is not None and row[0] == text_rules()
 
 
-def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
-    """Drop every table (but ``KEPT_TABLES``) and create the current schema, empty."""
+def create_schema(conn: sqlite3.Connection, force: bool = False, indexes: bool = True) -> None:
+    """Drop every table (but ``KEPT_TABLES``) and create the current schema, empty;
+    ``indexes=False`` leaves the secondary ones to ``create_indexes`` (a rebuild, in the
+    same transaction)."""
     from .index import transaction
 
     with transaction(conn, check=False):
@@ -239,6 +311,8 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
         ]
         for trigger in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
             conn.execute(f'DROP TRIGGER IF EXISTS "{trigger[0]}"')
+        for view in conn.execute("SELECT name FROM sqlite_master WHERE type='view'").fetchall():
+            conn.execute(f'DROP VIEW IF EXISTS "{view[0]}"')
         if "memories_fts" in names:
             conn.execute("DROP TABLE memories_fts")
         if "vectors" in names:
@@ -248,6 +322,8 @@ def create_schema(conn: sqlite3.Connection, force: bool = False) -> None:
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
         for statement in split_sql(_SCHEMA):
             conn.execute(statement)
+        if indexes:
+            create_indexes(conn)
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
         conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
         conn.execute("INSERT INTO index_info(key, value) VALUES ('text', ?)", (text_rules(),))

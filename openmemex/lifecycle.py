@@ -19,6 +19,7 @@ import copy
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from . import freshness, store
 from .context import Context
@@ -225,11 +226,20 @@ def _close_chain(ctx: Context, prev: Neighbour | None, nxt: Neighbour | None,
     return [m.id for m, _ in changed]
 
 
-def newest_in_chain(conn: sqlite3.Connection, rows_by_id: dict[str, sqlite3.Row], start: sqlite3.Row,
-                    dirs: list[str]) -> sqlite3.Row:  # fmt: skip
+R = TypeVar("R", bound="RowLike")
+
+
+class RowLike(Protocol):
+    """A memory row read by name: the ``memories`` view's sqlite3.Row, or search's lean dict."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def newest_in_chain(conn: sqlite3.Connection, rows_by_id: dict[str, R | sqlite3.Row], start: R,
+                    dirs: list[str]) -> R | sqlite3.Row:  # fmt: skip
     """Follow ``superseded_by`` to the newest link (cycle-safe); a dangling pointer stops
     at the last memory that exists, so a broken chain never hides knowledge."""
-    current = start
+    current: R | sqlite3.Row = start
     seen = {start["id"]}
     marks = placeholders(dirs)
     while current["status"] == "superseded" and current["superseded_by"]:

@@ -10,17 +10,20 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from . import aliases, expansions, freshness
 from .context import Context
 from .errors import UsageError
 from .expansions import ablated
 from .index import placeholders, split_tags
-from .index_schema import FTS_COLUMNS, TOKENIZE, fts_values
+from .index_schema import FTS_COLUMNS, TOKENIZE
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, check_text, identifiers, normalize_ws
 
+# A memory's row: the ``memories`` view's (sqlite3.Row), or a lean one read for ranking (a dict)
+Row: TypeAlias = "sqlite3.Row | dict[str, Any]"
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
 # bm25 column weights: content, tags, aliases, expansions, type, cjk. Tags and aliases are
@@ -36,6 +39,9 @@ IMPORTANCE_FACTOR = {"high": 1.25, "normal": 1.0, "low": 0.8}
 # prior anywhere in 0.85-0.95 measured the same and 0.7-0.8 one query worse at R@5.
 TIER_PRIOR = {0: 1.0, 1: 0.9, 2: 0.85, 3: 0.5}
 TIER_NAMES = {0: "reviewed", 1: "personal/proposed", 2: "draft", 3: "deprecated"}
+# How FTS5 marks the matched words of a snippet, shown as [ ]: a "[" in the memory's own text
+# is not a mark (the snippet of a row only its grams or concept tokens matched has none).
+MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
 
 
 @dataclass
@@ -122,7 +128,7 @@ def check_limit(limit: int, maximum: int) -> int:
 
 @dataclass
 class _Candidate:
-    row: sqlite3.Row
+    row: Row
     relevance: float
     bm25: float
     rounds: int
@@ -162,22 +168,28 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         from .embeddings import start
 
         pending = start(ctx, model, query, dirs, type, 2 * limit + 4)  # runs while the bm25 rounds do
-    with _snapshot(ctx.conn):  # each round ranks, then looks its rows up: one view of the index for all
+    # each round ranks, then looks its rows up, and the texts of the few shown are read last:
+    # one view of the index for all (a row read later is the version that was ranked)
+    with _snapshot(ctx.conn):
         round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
         if explain:
             result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
-    candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
-    _literal_bonus(candidates, identifiers(query))
-    near = pending() if pending is not None else None
-    if model is not None and near is not None:
-        from .embeddings import fuse
+        candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
+        words = identifiers(query)
+        if words and not ablated("no-literal"):
+            _complete(ctx, [c.row for c in candidates])
+        _literal_bonus(candidates, words)
+        near = pending() if pending is not None else None
+        if model is not None and near is not None:
+            from .embeddings import fuse
 
-        candidates = fuse(ctx, model, candidates, near, _Candidate)
-        result.lanes = ["bm25", f"vector:{model}"]
-    result.candidates = len(candidates) + result.hidden_retracted
-    resolved = _resolve(ctx, candidates, dirs, type, result)
+            candidates = fuse(ctx, model, candidates, near, _Candidate)
+            result.lanes = ["bm25", f"vector:{model}"]
+        result.candidates = len(candidates) + result.hidden_retracted
+        resolved = _resolve(ctx, candidates, dirs, type, result)
+        shown = _order(resolved)[:limit]
+        _complete(ctx, [row for target, cand in shown for row in (target, cand.row)])
     asked = expansions.current().matched_members(query)
-    shown = _order(resolved)[:limit]
     _mark(ctx, [cand for _, cand in shown])
     result.hits = [_hit(target, cand, asked) for target, cand in shown]
     _explain_order(result.hits, resolved)
@@ -218,7 +230,7 @@ def _vector_model(ctx: Context, override: bool | None) -> str | None:
 
 
 def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
-           overfetch: int) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
+           overfetch: int) -> list[tuple[Row, float]]:  # fmt: skip
     """The ``overfetch`` best visible rows in scope for ``expression`` with their bm25, best
     first. Rank first, filter after (issue 11): FTS5 scores its matches in SQLite's top-k
     sorter with no join (a join, or FTS5's own ``ORDER BY rank``, costs about 1 µs more per
@@ -245,7 +257,7 @@ _RANK_FIRST_MAX = 1000  # ranked rows worth looking up one by one; past it the j
 
 
 def _ranked_join(ctx: Context, expression: str, dirs: list[str], type: str | None,
-                 overfetch: int) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
+                 overfetch: int) -> list[tuple[Row, float]]:  # fmt: skip
     """FTS5's ``ORDER BY rank`` joined to the rows and filtered on the way: SQLite stops at
     the ``overfetch``-th visible row, however few of the matches are in scope."""
     weights = ", ".join(str(w) for w in WEIGHTS)
@@ -260,20 +272,43 @@ def _ranked_join(ctx: Context, expression: str, dirs: list[str], type: str | Non
     return [(r, float(r["rank"])) for r in rows]
 
 
+# What ranking, chains and tiers read of a ranked row: the ranked rows are read with these
+# alone (a text is stored deflated; most rows are never shown), and ``_complete`` reads the
+# rest for the few that are shown (or whose text the literal bonus reads).
+_LEAN = "rowid, id, dir, location, scope, type, importance, status, review_state, superseded_by, cjk"
+
+
 def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
-             type: str | None) -> list[tuple[sqlite3.Row, float]]:  # fmt: skip
-    """The rows of ``ranked`` (rowid, bm25) in ``dirs``, of ``type``, not hidden: in rank order."""
+             type: str | None) -> list[tuple[Row, float]]:  # fmt: skip
+    """The rows of ``ranked`` (rowid, bm25) in ``dirs``, of ``type``, not hidden: in rank
+    order, as lean dicts (``_LEAN``, ``_complete``)."""
     if not ranked:
         return []
     score = {int(r[0]): float(r[1]) for r in ranked}
     type_clause = " AND +type = ?" if type is not None else ""
-    rows = ctx.conn.execute(
-        f"SELECT * FROM memories WHERE rowid IN ({','.join(str(r) for r in score)}) AND +dir IN ({placeholders(dirs)})"
-        f"{type_clause} AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
-        [*dirs, *([type] if type is not None else [])],
-    ).fetchall()
+    cursor = ctx.conn.cursor()
+    cursor.row_factory = None
+    try:
+        found = cursor.execute(
+            f"SELECT {_LEAN} FROM memories WHERE rowid IN ({','.join(str(r) for r in score)}) "
+            f"AND +dir IN ({placeholders(dirs)}){type_clause} AND +status NOT IN ('retracted', 'archived')",
+            [*dirs, *([type] if type is not None else [])],  # by rowid: never a scan of the scope
+        ).fetchall()
+        names = [d[0] for d in cursor.description]
+    finally:
+        cursor.close()
+    rows: list[Row] = [dict(zip(names, r, strict=True)) for r in found]
     rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
     return [(r, score[int(r["rowid"])]) for r in rows]
+
+
+def _complete(ctx: Context, rows: list[Row]) -> None:
+    """Read every column of each lean row (``_visible``) among ``rows``, in one query."""
+    lean = {int(r["rowid"]): r for r in rows if isinstance(r, dict) and "content" not in r}
+    if not lean:
+        return
+    for row in ctx.conn.execute(f"SELECT * FROM memories WHERE rowid IN ({','.join(map(str, lean))})"):
+        lean[int(row["rowid"])].update(zip(row.keys(), row, strict=True))
 
 
 @contextmanager
@@ -320,11 +355,11 @@ def _hidden_count(ctx: Context, expression: str, dirs: list[str], type: str | No
     return count
 
 
-def _raw(row: sqlite3.Row, rank: float) -> float:
+def _raw(row: Row, rank: float) -> float:
     return -rank * IMPORTANCE_FACTOR.get(row["importance"], 1.0)
 
 
-def _merge(round_rows: list[list[tuple[sqlite3.Row, float]]], labels: list[str],
+def _merge(round_rows: list[list[tuple[Row, float]]], labels: list[str],
            expressions: list[str]) -> list[_Candidate]:  # fmt: skip
     """One candidate per matched row, best first (D81 normalised-max merge)."""
     scores = [{int(r["rowid"]): _raw(r, rank) for r, rank in rows} for rows in round_rows]
@@ -354,15 +389,15 @@ def _literal_bonus(candidates: list[_Candidate], words: list[str]) -> None:
 
 
 def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: str | None,
-             result: SearchResult) -> list[tuple[sqlite3.Row, _Candidate]]:  # fmt: skip
+             result: SearchResult) -> list[tuple[Row, _Candidate]]:  # fmt: skip
     """Superseded matches answer with the newest member of their chain (one hit per
     chain, the best relevance any member earned); hidden members never show. Returns
     (the memory to show, the candidate that found it), by relevance."""
-    by_id: dict[str, sqlite3.Row] = {}
+    by_id: dict[str, Row] = {}
     for cand in candidates:
         by_id.setdefault(cand.row["id"], cand.row)
     seen: set[str] = set()
-    out: list[tuple[sqlite3.Row, _Candidate]] = []
+    out: list[tuple[Row, _Candidate]] = []
     for cand in candidates:
         row = cand.row
         target = row
@@ -383,11 +418,11 @@ def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: 
     return out
 
 
-def _tier_of(row: sqlite3.Row) -> int:
+def _tier_of(row: Row) -> int:
     return tier(row["location"], row["scope"], row["review_state"], row["status"])
 
 
-def _order(resolved: list[tuple[sqlite3.Row, _Candidate]]) -> list[tuple[sqlite3.Row, _Candidate]]:
+def _order(resolved: list[tuple[Row, _Candidate]]) -> list[tuple[Row, _Candidate]]:
     """The final order: relevance × tier prior (ties: better tier); strict tiers and no
     tiers are the benchmark's ablations."""
     if ablated("tiers-strict"):
@@ -397,7 +432,7 @@ def _order(resolved: list[tuple[sqlite3.Row, _Candidate]]) -> list[tuple[sqlite3
     return sorted(resolved, key=lambda rc: (-rc[1].relevance * TIER_PRIOR.get(_tier_of(rc[0]), 1.0), _tier_of(rc[0])))
 
 
-def _explain_order(hits: list[Hit], resolved: list[tuple[sqlite3.Row, _Candidate]]) -> None:
+def _explain_order(hits: list[Hit], resolved: list[tuple[Row, _Candidate]]) -> None:
     """Each hit's final score and the reason it stands where it does (``--explain``)."""
     by_relevance = {target["id"]: i for i, (target, _) in enumerate(resolved)}
     none = ablated("tiers-none")
@@ -413,7 +448,7 @@ def _explain_order(hits: list[Hit], resolved: list[tuple[sqlite3.Row, _Candidate
         hit.reason = why
 
 
-def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool:
+def _replaced_elsewhere(ctx: Context, row: Row, dirs: list[str]) -> bool:
     """A chain that stopped here because its next member is outside ``dirs`` but exists
     (a cycle or a truly missing successor still shows the memory: never hide knowledge)."""
     nxt = row["superseded_by"]
@@ -425,7 +460,7 @@ def _replaced_elsewhere(ctx: Context, row: sqlite3.Row, dirs: list[str]) -> bool
     return inside is None and not replacement_missing(ctx.conn, nxt)
 
 
-def _synonyms(row: sqlite3.Row, asked: dict[int, list[str]]) -> list[str]:
+def _synonyms(row: Row, asked: dict[int, list[str]]) -> list[str]:
     """The query's words that reached ``row`` through a D80 concept rather than its own
     words — worked out for the shown hits only."""
     if not row["expansions"] or not asked:
@@ -448,19 +483,19 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     if not todo:
         return
     scratch = _scratch()
-    columns = ", ".join(FTS_COLUMNS)
     for expression, cands in todo.items():
         scratch.execute("BEGIN")
         try:
-            scratch.executemany(
-                f"INSERT INTO marks(rowid, {columns}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
-                [(int(c.row["rowid"]), *_fts_of(c.row)) for c in cands],
+            scratch.executemany(  # the marked columns only: a row the others alone matched shows no marks
+                "INSERT INTO marks(rowid, content, tags, aliases) VALUES (?, ?, ?, ?)",
+                [(int(c.row["rowid"]), c.row["content"], c.row["tags"], c.row["aliases"]) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
                 for r in scratch.execute(
-                    "SELECT rowid, snippet(marks, 0, '[', ']', ' … ', 12), highlight(marks, 1, '\x01', '\x02'), "
-                    "highlight(marks, 2, '\x01', '\x02') FROM marks WHERE marks MATCH ?",
+                    f"SELECT rowid, snippet(marks, 0, '{MARK_OPEN}', '{MARK_CLOSE}', ' … ', 12), "
+                    "highlight(marks, 1, '\x01', '\x02'), highlight(marks, 2, '\x01', '\x02') "
+                    "FROM marks WHERE marks MATCH ?",
                     (expression,),
                 )
             }
@@ -485,17 +520,13 @@ def _scratch() -> sqlite3.Connection:
     return held[1]
 
 
-def _fts_of(row: sqlite3.Row) -> tuple[str, ...]:
-    """The FTS values the row was indexed with (the grams and spelled tokens are not stored)."""
-    return fts_values(row["content"], row["tags"], row["aliases"], row["expansions"], row["type"], row["cjk_expansions"])
-
-
-def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
+def _hit(target: Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
     matched = cand.row
     marks = cand.marks
-    snip = marks[0] if marks is not None else None
-    if target["id"] == matched["id"] and "[" in (snip or ""):
-        snippet = normalize_ws(snip or "")
+    snip = marks[0] if marks is not None else ""
+    marked = MARK_OPEN in snip
+    if target["id"] == matched["id"] and marked:
+        snippet = normalize_ws(snip.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]"))
     else:
         snippet = normalize_ws(target["content"])[:160]
     via = "body"
@@ -509,7 +540,7 @@ def _hit(target: sqlite3.Row, cand: _Candidate, asked: dict[int, list[str]]) -> 
         via = "tags"
     if marks is not None:
         synonyms = _synonyms(matched, asked)
-    if via == "body" and "[" not in (snip or ""):
+    if via == "body" and not marked:
         via = "synonym" if synonyms else ("cjk" if matched["cjk"] else "type")
     if synonyms:
         snippet += f" (synonym: {', '.join(synonyms)})"

@@ -97,8 +97,8 @@ def test_parallel_adds_lose_nothing(tmp_path: Path, data_root: Path) -> None:
     # The index as the writers left it, before any further reconcile.
     raw = sqlite3.connect(db)
     try:
-        raw_rows = raw.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-        raw_ids = {r[0] for r in raw.execute("SELECT id FROM memories")}
+        raw_rows = raw.execute("SELECT COUNT(*) FROM memory_rows").fetchone()[0]
+        raw_ids = {r[0] for r in raw.execute("SELECT id FROM memory_rows")}
     finally:
         raw.close()
     assert raw_ids == file_ids, (

@@ -450,7 +450,7 @@ def test_a_damaged_text_cell_rebuilds_the_index(cli, data_root: Path) -> None:  
 
     memory_id = _add(cli, "the widgets service owns the queue")
     db = sqlite3.connect(paths.index_path(data_root))
-    db.execute("UPDATE memories SET visibility = CAST(x'696e7465ff' AS TEXT)")
+    db.execute("UPDATE memory_rows SET visibility = CAST(x'696e7465ff' AS TEXT)")
     db.commit()
     db.close()
     result = run_process("search", "widgets", "--json")

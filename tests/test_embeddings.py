@@ -268,11 +268,11 @@ def test_lane_answers_inline_when_the_worker_is_gone_and_never_shares_uncommitte
     kitten = next(i for i, _ in expected if cli("show", i).out.count("kitten"))
     with Context.load(Path.cwd()) as writer, Context.load(Path.cwd()) as reader:
         writer.conn.execute("BEGIN IMMEDIATE")
-        writer.conn.execute("UPDATE memories SET type = 'decision' WHERE id = ?", (kitten,))
+        writer.conn.execute("UPDATE memory_rows SET type = 'decision' WHERE id = ?", (kitten,))
         assert kitten in [h.id for h in search(writer, "kitten sofa", scope="both", type="decision").hits]
         writer.conn.execute("ROLLBACK")
         # another write brings the row counter back to where the rolled-back one had put it
-        reader.conn.execute("UPDATE memories SET importance = importance WHERE id != ?", (kitten,))
+        reader.conn.execute("UPDATE memory_rows SET importance = importance WHERE id != ?", (kitten,))
         decisions = search(reader, "kitten sofa", scope="both", type="decision").hits
         assert kitten not in [h.id for h in decisions] and all(h.type == "decision" for h in decisions)
 

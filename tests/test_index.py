@@ -272,7 +272,7 @@ def test_old_user_version_triggers_rebuild(cli, damage) -> None:  # type: ignore
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == index.SCHEMA_VERSION
-        assert {r[0] for r in conn.execute("SELECT id FROM memories")} == set(ids)
+        assert {r[0] for r in conn.execute("SELECT id FROM memory_rows")} == set(ids)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert "meta" not in tables and "search_fts" not in tables
     finally:
@@ -295,7 +295,7 @@ def test_corrupt_index_file_is_rebuilt(cli) -> None:  # type: ignore[no-untyped-
 def test_reindex_cli_rebuilds_and_reports_count(cli) -> None:  # type: ignore[no-untyped-def]
     ids = _add_three(cli)
     with Context.load() as ctx:  # the cache went wrong behind the stat scan's back
-        ctx.conn.execute("UPDATE memories SET content = 'garbage'")
+        ctx.conn.execute("UPDATE memory_rows SET body = 'garbage'")
     out, _ = search_ids(cli, "redis")
     assert ids[0] not in out
     result = cli("reindex")
@@ -494,21 +494,21 @@ def test_one_memory_named_twice_in_one_write_is_not_damage(cli, git_repo: Path, 
     assert cli("search", "pears").out.count(memory) == 1
     db = sqlite3.connect(paths.index_path(data_root))
     try:
-        assert db.execute("SELECT count(*) FROM memories WHERE id = ?", (memory,)).fetchone()[0] == 1
+        assert db.execute("SELECT count(*) FROM memory_rows WHERE id = ?", (memory,)).fetchone()[0] == 1
         db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")  # raises when FTS disagrees
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         db.close()
 
 
-@pytest.mark.parametrize("table", ["index_info", "memories_fts", "folder_state", "memories"])
+@pytest.mark.parametrize("table", ["index_info", "memories_fts", "folder_state", "memory_rows", "folders", "VIEW memories"])
 def test_an_index_missing_a_table_is_rebuilt(cli, data_root: Path, table: str) -> None:  # type: ignore[no-untyped-def]
     """A current-version index with a table dropped (by hand, by a foreign tool) is damage:
     the next command moves it aside and rebuilds it, and reindex works — before, every
     command, reindex included, ended in an internal error until index.db was deleted."""
     assert cli("add", "figs ripen in late summer").rc == 0
     db = sqlite3.connect(paths.index_path(data_root))
-    db.execute(f"DROP TABLE {table}")
+    db.execute(f"DROP {table}" if table.startswith("VIEW") else f"DROP TABLE {table}")
     db.commit()
     db.close()
     found = cli("search", "figs")

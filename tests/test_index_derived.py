@@ -77,8 +77,8 @@ def test_a_hand_update_through_our_connection_keeps_fts_in_step(cli: Any) -> Non
     _add(cli, "a plain latin note about deploys", "--scope", "personal")
     with Context.load() as ctx:
         freshness.sync(ctx, "all")
-        ctx.conn.execute("UPDATE memories SET content = '回滚 rollback by hand', tags = '标签'")
-        assert ctx.conn.execute("SELECT cjk FROM memories").fetchone()[0] == 1
+        ctx.conn.execute("UPDATE memory_rows SET body = '回滚 rollback by hand', tags = '标签'")
+        assert ctx.conn.execute("SELECT cjk FROM memory_rows").fetchone()[0] == 1
         assert ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH '回滚'").fetchone()[0] == 1
         assert ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'deploys'").fetchone()[0] == 0
         _deletes_leave_nothing(ctx.conn)
@@ -90,9 +90,11 @@ def test_a_foreign_connection_cannot_change_searchable_text_silently(cli: Any, d
     _add(cli, "a note for a foreign tool", "--scope", "personal")
     db = sqlite3.connect(paths.index_path(data_root))
     try:
-        db.execute("UPDATE memories SET importance = 'high'")
+        db.execute("UPDATE memory_rows SET importance = 'high'")
         with pytest.raises(sqlite3.OperationalError, match="memex_"):
-            db.execute("UPDATE memories SET content = 'changed behind our back'")
+            db.execute("UPDATE memory_rows SET body = 'changed behind our back'")
+        with pytest.raises(sqlite3.OperationalError, match="memex_text"):  # the view inflates texts
+            db.execute("SELECT id FROM memories")
     finally:
         db.close()
 

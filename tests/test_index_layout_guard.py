@@ -28,17 +28,17 @@ def test_a_connection_without_our_functions_cannot_delete_rows_or_write_an_older
     foreign = _foreign(data_root)
     try:
         with pytest.raises(sqlite3.OperationalError, match="memex_spell"):
-            foreign.execute("DELETE FROM memories WHERE content LIKE '%wombat%'")
+            foreign.execute("DELETE FROM memory_rows WHERE body LIKE '%wombat%'")
         for cjk, tokens in (("'中 文 中文'", "x''"), ("0", "'omxg1 omxg2'")):  # an older layout's row values
             with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
                 foreign.execute(
-                    "INSERT INTO memories(id, dir, location, mtime_ns, size, ctime_ns, ino, scope, scope_key, "
+                    "INSERT INTO memory_rows(id, folder, location, mtime_ns, size, ctime_ns, ino, scope, scope_key, "
                     "visibility, project_name, type, role, importance, status, review_state, source, tags, aliases, "
-                    "expansions, content, cjk, content_hash, created_at, updated_at) VALUES ('X', 'd', 'personal', "
+                    "expansions, body, cjk, content_hash, created_at, updated_at) VALUES ('X', 1, 'personal', "
                     "0, 0, 0, 0, 'personal', 'personal', 'private', '', 'fact', 'user', 'normal', 'active', 'draft', "
                     f"'cli', '', '', {tokens}, '中文 lemurs', {cjk}, 'h', 0, 0)"
                 )
-        assert foreign.execute("SELECT count(*) FROM memories").fetchone()[0] == 1  # reads work
+        assert foreign.execute("SELECT count(*) FROM memory_rows").fetchone()[0] == 1  # reads of the rows work
     finally:
         foreign.close()
     assert cli("add", "brand new note about lemurs").rc == 0  # type: ignore[operator]

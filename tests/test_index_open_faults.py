@@ -116,7 +116,7 @@ def test_doctor_finds_a_row_changed_behind_the_index(data_root: Path) -> None:
 
     assert rows_check()["ok"], rows_check()
     with sqlite3.connect(data_root / "index.db") as foreign:
-        foreign.execute("UPDATE memories SET status = 'retracted' WHERE content LIKE '%Sundays%'")
+        foreign.execute("UPDATE memory_rows SET status = 'retracted' WHERE body LIKE '%Sundays%'")
     assert "qfsz" not in run_process("search", "qfsz").out  # hidden by the edit
     found = rows_check()
     assert not found["ok"] and "(status)" in str(found["detail"]) and "open-memex reindex" in str(found["detail"])

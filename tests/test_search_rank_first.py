@@ -97,7 +97,7 @@ def test_rows_are_looked_up_in_the_snapshot_they_were_ranked_in(crowded: Context
     real_visible = search._visible
 
     def rewrite_then_look_up(*args: object, **kwargs: object) -> object:
-        other.conn.execute("UPDATE memories SET content = 'banana bread recipe' WHERE id = ?", (first.id,))
+        other.conn.execute("UPDATE memory_rows SET body = 'banana bread recipe' WHERE id = ?", (first.id,))
         return real_visible(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(search, "_visible", rewrite_then_look_up)
