@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import expansions, index_schema
 from .errors import IndexReplaced, MemexError, StoreBusyError
@@ -463,10 +464,13 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
             rowid, next_rowid = next_rowid, next_rowid + 1
         full.append((rowid, *row))
     numbers = folder_numbers(conn, {str(r[_DIR]) for r in rows})
+    bodies = _packing([str(r[_CONTENT + 1]) for r in full])  # deflates while FTS5 indexes them
+    # Every FTS value is what fts_values derives from the stored row, so what a delete sends
+    # later is what was indexed now (tests/test_index_derived.py holds it to that).
+    conn.executemany(_FTS_INSERT, map(_FTS_PICK, full))
     stored = [
-        (*r[: _DIR + 1], numbers[str(r[_DIR + 1])], *r[_DIR + 2 : _CONTENT + 1],
-         index_schema.pack(str(r[_CONTENT + 1])), *r[_CONTENT + 2 : _STORED + 1])
-        for r in full
+        (*r[: _DIR + 1], numbers[str(r[_DIR + 1])], *r[_DIR + 2 : _CONTENT + 1], body, *r[_CONTENT + 2 : _STORED + 1])
+        for r, body in zip(full, bodies(), strict=True)
     ]  # fmt: skip
     try:
         conn.executemany(_INSERT, stored)
@@ -474,10 +478,32 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
         # rowids are past the highest and keys were looked up under the write lock: only a
         # damaged index answers either wrongly, and a damaged index is rebuilt (is_corrupt)
         raise sqlite3.DatabaseError(f"database disk image is malformed ({exc})") from None
-    # Every FTS value is what fts_values derives from the stored row, so what a delete sends
-    # later is what was indexed now (tests/test_index_derived.py holds it to that).
-    conn.executemany(_FTS_INSERT, map(_FTS_PICK, full))
     _count(conn, len(rows) + len(old))
+
+
+_PACK_IN_THREAD = 64  # rows: below it (an add, a small sync) deflating inline costs less than a handoff
+_packers: dict[int, Any] = {}  # pid -> executor: a forked child makes its own (the parent's thread is not there)
+
+
+def _packing(texts: list[str]) -> Callable[[], list[str | bytes]]:
+    """``index_schema.pack`` of every text, done on a worker thread for a large batch (zlib
+    lets go of the GIL while it deflates, SQLite while FTS5 indexes the batch meanwhile):
+    a rebuild's deflating then costs it almost nothing. Returns the function that waits."""
+    if len(texts) < _PACK_IN_THREAD:
+        done = [index_schema.pack(t) for t in texts]
+        return lambda: done
+    pid = os.getpid()
+    if pid not in _packers:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _packers.clear()
+        _packers[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="open-memex-pack")
+    try:
+        result: Callable[[], list[str | bytes]] = _packers[pid].submit(lambda: [index_schema.pack(t) for t in texts]).result
+    except RuntimeError:  # the interpreter is shutting down
+        done = [index_schema.pack(t) for t in texts]
+        return lambda: done
+    return result
 
 
 def folder_numbers(conn: sqlite3.Connection, dirs: Iterable[str]) -> dict[str, int]:

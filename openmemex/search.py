@@ -183,7 +183,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         if model is not None and near is not None:
             from .embeddings import fuse
 
-            candidates = fuse(ctx, model, candidates, near, _Candidate)
+            candidates = fuse(ctx, model, candidates, near, _Candidate, lambda rowids: lean_rows(ctx, rowids))
             result.lanes = ["bm25", f"vector:{model}"]
         result.candidates = len(candidates) + result.hidden_retracted
         resolved = _resolve(ctx, candidates, dirs, type, result)
@@ -286,20 +286,28 @@ def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
         return []
     score = {int(r[0]): float(r[1]) for r in ranked}
     type_clause = " AND +type = ?" if type is not None else ""
+    rows = lean_rows(ctx, list(score), f" AND +dir IN ({placeholders(dirs)}){type_clause} "
+                     "AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
+                     [*dirs, *([type] if type is not None else [])])  # fmt: skip
+    rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
+    return [(r, score[int(r["rowid"])]) for r in rows]
+
+
+def lean_rows(ctx: Context, rowids: list[int], where: str = "", params: list[object] | None = None) -> list[Row]:
+    """The ``_LEAN`` columns of these rows (and ``where``), as dicts ``_complete`` can fill."""
+    if not rowids:
+        return []
     cursor = ctx.conn.cursor()
     cursor.row_factory = None
     try:
         found = cursor.execute(
-            f"SELECT {_LEAN} FROM memories WHERE rowid IN ({','.join(str(r) for r in score)}) "
-            f"AND +dir IN ({placeholders(dirs)}){type_clause} AND +status NOT IN ('retracted', 'archived')",
-            [*dirs, *([type] if type is not None else [])],  # by rowid: never a scan of the scope
+            f"SELECT {_LEAN} FROM memories WHERE rowid IN ({','.join(str(int(r)) for r in rowids)}){where}",
+            params or [],
         ).fetchall()
         names = [d[0] for d in cursor.description]
     finally:
         cursor.close()
-    rows: list[Row] = [dict(zip(names, r, strict=True)) for r in found]
-    rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
-    return [(r, score[int(r["rowid"])]) for r in rows]
+    return [dict(zip(names, r, strict=True)) for r in found]
 
 
 def _complete(ctx: Context, rows: list[Row]) -> None:

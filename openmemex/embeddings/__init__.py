@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MemexError
-from ..index import placeholders, transaction
+from ..index import transaction
 from ..text import has_cjk
 
 if TYPE_CHECKING:
@@ -251,10 +251,11 @@ def _scoped(cache: _Cache, dirs: list[str], type: str | None) -> tuple[Any, Any]
 
 
 def fuse(ctx: Context, model: str, candidates: list[Any], near: list[tuple[int, float]],
-         make: Callable[..., Any]) -> list[Any]:  # fmt: skip
+         make: Callable[..., Any], rows_of: Callable[[list[int]], list[Any]]) -> list[Any]:  # fmt: skip
     """Hybrid ranking: relevance = (1 − w)·bm25 relevance + w·vector relevance, where the
     vector relevance is the cosine min-max scaled over the lane's own list (so both lanes
-    give their best hit 1.0); each candidate records its lane and cosine."""
+    give their best hit 1.0); each candidate records its lane and cosine. ``rows_of`` reads
+    the rows only the lane found (search's lean rows: their texts are read if shown)."""
     if not near:
         return candidates
     sims = [s for _, s in near]
@@ -265,9 +266,7 @@ def fuse(ctx: Context, model: str, candidates: list[Any], near: list[tuple[int, 
     by_row: dict[int, Any] = {int(c.row["rowid"]): c for c in candidates}
     missing = [r for r in vec_rel if r not in by_row]
     if missing:
-        rows = ctx.conn.execute(f"SELECT * FROM memories WHERE rowid IN ({placeholders([str(r) for r in missing])})",
-                                missing).fetchall()  # fmt: skip
-        for row in rows:
+        for row in rows_of(missing):
             by_row[int(row["rowid"])] = make(row, 0.0, 0.0, 0, "", "vector")
     latin_only = not provider(ctx, model).multilingual
     for rowid, cand in by_row.items():
