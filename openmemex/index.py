@@ -139,7 +139,11 @@ def is_corrupt(exc: BaseException) -> bool:
     # "could not decode to UTF-8 column": a damaged text cell, found only when read;
     # "no such table": an index whose version is current but a table of it is gone (dropped
     # by hand or a foreign tool) — nothing but a rebuild answers from it again
-    return any(s in text for s in ("not a database", "malformed", "corrupt", "could not decode", "no such table"))
+    # "no such index": one a query names (INDEXED BY) is gone, by the same hands; "user-defined
+    # function raised exception": only damage makes ours raise — a stored text that does not
+    # inflate (index_schema.DamagedText), or one Python cannot decode to pass to them
+    return any(s in text for s in ("not a database", "malformed", "corrupt", "could not decode", "no such table",
+                                   "no such index", "user-defined function raised exception"))  # fmt: skip
 
 
 KEEP_DAMAGED = 2  # moved-aside copies kept for a bug report; older ones are removed

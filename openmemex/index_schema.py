@@ -6,8 +6,9 @@ do not is not stored twice:
 
 - ``dir`` is a number (``folders`` holds each path once) and ``file_path`` is made from the
   folder and the id (a file whose id differs from its name is never indexed).
-- the text (``body``) is raw-deflated (``pack``; the view inflates it with ``memex_text``):
-  about 0.6 of the bytes of prose. Search reads ranked rows without it (``search._LEAN``).
+- the text (``body``) is deflated (``pack``; the view inflates it with ``memex_text``):
+  about 0.6 of the bytes of prose. Search reads ranked rows without it (``search._LEAN``),
+  listings choose their rows before reading them whole.
 - ``cjk`` is 1 when the memory has Chinese/Japanese/Korean text, 0 otherwise; its unigrams
   and bigrams (a third of the corpus's size where a fifth of it is Chinese) are indexed but
   not stored. Search reads rows only for the few dozen ranked hits and makes the grams for
@@ -45,7 +46,7 @@ from collections.abc import Iterator
 from . import expansions
 from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 15  # 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 16  # 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -53,11 +54,17 @@ TOKENIZE = "porter unicode61 remove_diacritics 2"  # search's snippet scratch ta
 _FTS = ", ".join(FTS_COLUMNS)
 
 
+def _text_of(row: str) -> str:
+    """A row's text in SQL: a text body as it is (SQLite reads it, and a damaged one is
+    reported as such), a deflated one through ``memex_text``."""
+    return f"CASE WHEN typeof({row}.body) = 'text' THEN {row}.body ELSE memex_text({row}.body) END"
+
+
 def _fts_of(row: str) -> str:
     """The FTS values of ``old`` or ``new`` in the trigger, as ``fts_values`` makes them."""
     return (
-        f"memex_text({row}.body), {row}.tags, {row}.aliases, memex_spell({row}.expansions), {row}.type, "
-        f"memex_grams(memex_text({row}.body), {row}.tags, {row}.aliases), {row}.cjk_expansions"
+        f"{_text_of(row)}, {row}.tags, {row}.aliases, memex_spell({row}.expansions), {row}.type, "
+        f"memex_grams({_text_of(row)}, {row}.tags, {row}.aliases), {row}.cjk_expansions"
     )
 
 
@@ -107,7 +114,7 @@ CREATE VIEW memories AS SELECT
   r.scope_key AS scope_key, r.visibility AS visibility, r.project_name AS project_name, r.type AS type,
   r.role AS role, r.importance AS importance, r.status AS status, r.review_state AS review_state,
   r.source AS source, r.tags AS tags, r.aliases AS aliases, r.expansions AS expansions,
-  r.cjk_expansions AS cjk_expansions, r.alias AS alias, r.target AS target, memex_text(r.body) AS content,
+  r.cjk_expansions AS cjk_expansions, r.alias AS alias, r.target AS target, {_text_of('r')} AS content,
   r.cjk AS cjk, r.content_hash AS content_hash, r.supersedes AS supersedes,
   r.superseded_by AS superseded_by, r.created_at AS created_at, r.updated_at AS updated_at
 FROM memory_rows r JOIN folders f ON f.id = r.folder;
@@ -125,7 +132,13 @@ END;
 CREATE TRIGGER memories_au_fts AFTER UPDATE OF body, tags, aliases, expansions, type, cjk_expansions ON memory_rows BEGIN
   INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', old.rowid, {_fts_of("old")});
   INSERT INTO memories_fts(rowid, {_FTS}) VALUES (new.rowid, {_fts_of("new")});
-  UPDATE memory_rows SET cjk = (memex_grams(memex_text(new.body), new.tags, new.aliases) <> '') WHERE rowid = new.rowid;
+  UPDATE memory_rows SET cjk = (memex_grams({_text_of("new")}, new.tags, new.aliases) <> '') WHERE rowid = new.rowid;
+END;
+CREATE TRIGGER folders_bd BEFORE DELETE ON folders BEGIN
+  SELECT memex_spell(x'');
+END;
+CREATE TRIGGER folders_bu BEFORE UPDATE ON folders BEGIN
+  SELECT memex_spell(x'');
 END;
 CREATE TABLE quarantine(
   file_path TEXT PRIMARY KEY,
@@ -199,26 +212,33 @@ _PACKED_MIN = 128  # bytes: a shorter text is stored as it is (deflate would sav
 
 
 def pack(content: str) -> str | bytes:
-    """A memory's text as ``memory_rows.body`` stores it: raw deflate (a third to half of the
-    bytes of prose), or the text itself where that saves too little to pay for inflating it
-    on every read. ``unpack`` reads either; the ``memories`` view calls it (``memex_text``)."""
+    """A memory's text as ``memory_rows.body`` stores it: deflated in zlib's format (a third
+    to half of the bytes of prose; its checksum tells a damaged blob from a text), or the
+    text itself where that saves too little to pay for inflating it on every read. ``unpack``
+    reads either; the ``memories`` view calls it for blobs (``memex_text``)."""
     raw = content.encode("utf-8")
     if len(raw) < _PACKED_MIN:
         return content
-    packed = zlib.compress(raw, 6, -15)
+    packed = zlib.compress(raw, 6)
     return packed if len(packed) + 16 < len(raw) else content
 
 
+class DamagedText(ValueError):
+    """A stored blob that does not inflate to UTF-8 (its checksum fails): damage. Raised
+    inside SQLite, it reaches the caller as "user-defined function raised exception", which
+    ``index.is_corrupt`` takes for damage, as it does SQLite's own "could not decode" for a
+    text: the index is moved aside and rebuilt from the files, never read as another text,
+    and never sent to FTS5 as a delete of values the row was not indexed with."""
+
+
 def unpack(body: str | bytes) -> str:
-    """``pack`` undone. A stored blob that does not inflate (a damaged page that SQLite did
-    not notice) reads as an empty text: ``doctor`` then finds the row disagreeing with its
-    file and names ``reindex``; raising here would fail every read of the view."""
+    """``pack`` undone."""
     if isinstance(body, str):
         return body
     try:
-        return zlib.decompress(body, -15).decode("utf-8")
-    except (zlib.error, UnicodeDecodeError, TypeError):
-        return ""
+        return zlib.decompress(body).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError, TypeError) as exc:
+        raise DamagedText(f"a stored text does not inflate ({exc})") from None
 
 
 def register_functions(conn: sqlite3.Connection) -> None:

@@ -139,9 +139,9 @@ def _candidates(conn: sqlite3.Connection, dirs: list[str], focus: Focus) -> dict
             best = min(float(r["rank"]) for r in matched)  # bm25: more negative is better
             for r in matched:
                 found.setdefault(r["id"], (r, float(r["rank"]) / best if best < 0 else 0.0))
-    for r in conn.execute(
-        f"SELECT m.* FROM memories m WHERE m.dir IN ({marks}) AND m.status = 'active' "
-        f"ORDER BY m.updated_at DESC LIMIT {CANDIDATES}",
+    for r in conn.execute(  # the newest chosen first, then read whole: only their texts are inflated
+        f"SELECT * FROM memories WHERE rowid IN (SELECT rowid FROM memories WHERE dir IN ({marks}) "
+        f"AND status = 'active' ORDER BY updated_at DESC LIMIT {CANDIDATES}) ORDER BY updated_at DESC",
         dirs,
     ):
         found.setdefault(r["id"], (r, 0.0))

@@ -279,8 +279,12 @@ def _query(
         history = _history(conn, where, params, history_entries)
     total = conn.execute(f"SELECT COUNT(DISTINCT id) FROM memories WHERE {shown}", params).fetchone()[0]
     cap, bound = (" LIMIT ?", [limit * 2]) if limit is not None else ("", [])
-    rows = conn.execute(f"SELECT * FROM memories WHERE {shown} ORDER BY updated_at DESC, id DESC{cap}",
-                        [*params, *bound]).fetchall()  # fmt: skip
+    order = "ORDER BY updated_at DESC, id DESC"
+    if cap:  # the newest rows chosen first, then read whole: a row's text is inflated only if listed
+        query = f"SELECT * FROM memories WHERE rowid IN (SELECT rowid FROM memories WHERE {shown} {order}{cap}) {order}"
+    else:
+        query = f"SELECT * FROM memories WHERE {shown} {order}"
+    rows = conn.execute(query, [*params, *bound]).fetchall()
     entries = _dedupe(rows)
     return (entries[:limit] if limit is not None else entries), total, history
 

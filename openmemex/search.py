@@ -496,7 +496,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
         try:
             scratch.executemany(  # the marked columns only: a row the others alone matched shows no marks
                 "INSERT INTO marks(rowid, content, tags, aliases) VALUES (?, ?, ?, ?)",
-                [(int(c.row["rowid"]), c.row["content"], c.row["tags"], c.row["aliases"]) for c in cands],
+                [(int(c.row["rowid"]), *(_unmarked(c.row[k]) for k in ("content", "tags", "aliases"))) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
@@ -511,6 +511,15 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
             scratch.execute("ROLLBACK")  # empty again (cheaper than a DELETE, which re-tokenises)
         for cand in cands:
             cand.marks = found.get(int(cand.row["rowid"]), ("", "", ""))
+
+
+# The marks' own characters in a memory's text would read as marks: each becomes U+FFFD, one
+# character for one (offsets kept), a separator to FTS5's tokenizer as the control was.
+_NO_MARKS = str.maketrans({c: "\ufffd" for c in ("\x01", "\x02", MARK_OPEN, MARK_CLOSE)})
+
+
+def _unmarked(text: str) -> str:
+    return text.translate(_NO_MARKS)
 
 
 _scratches = threading.local()
