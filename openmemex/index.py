@@ -136,14 +136,27 @@ def is_corrupt(exc: BaseException) -> bool:
     if isinstance(code, int) and (code & 0xFF) in _CORRUPT_CODES:
         return True
     text = str(exc).lower()
+    if FUNCTION_RAISED in text:
+        return _damage_in_functions()
     # "could not decode to UTF-8 column": a damaged text cell, found only when read;
     # "no such table": an index whose version is current but a table of it is gone (dropped
     # by hand or a foreign tool) — nothing but a rebuild answers from it again
-    # "no such index": one a query names (INDEXED BY) is gone, by the same hands; "user-defined
-    # function raised exception": only damage makes ours raise — a stored text that does not
-    # inflate (index_schema.DamagedText), or one Python cannot decode to pass to them
+    # "no such index": one a query names (INDEXED BY) is gone, by the same hands
     return any(s in text for s in ("not a database", "malformed", "corrupt", "could not decode", "no such table",
-                                   "no such index", "user-defined function raised exception"))  # fmt: skip
+                                   "no such index"))  # fmt: skip
+
+
+FUNCTION_RAISED = "user-defined function raised exception"  # how sqlite3 reports any exception in ours
+
+
+def _damage_in_functions() -> bool:
+    """One of our SQL functions raised: damage if it was a stored text that does not inflate;
+    a Ctrl-C that landed inside one is the interrupt again (sqlite3 swallowed it), never
+    damage — the index is healthy and the command stops as interrupted."""
+    kind = index_schema.raised_in_functions()
+    if kind == "interrupt":
+        raise KeyboardInterrupt
+    return kind == "damage"
 
 
 KEEP_DAMAGED = 2  # moved-aside copies kept for a bug report; older ones are removed

@@ -40,13 +40,15 @@ import functools
 import hashlib
 import os
 import sqlite3
+import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from . import expansions
 from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 16  # 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 17  # 17: inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -133,6 +135,12 @@ CREATE TRIGGER memories_au_fts AFTER UPDATE OF body, tags, aliases, expansions, 
   INSERT INTO memories_fts(memories_fts, rowid, {_FTS}) VALUES ('delete', old.rowid, {_fts_of("old")});
   INSERT INTO memories_fts(rowid, {_FTS}) VALUES (new.rowid, {_fts_of("new")});
   UPDATE memory_rows SET cjk = (memex_grams({_text_of("new")}, new.tags, new.aliases) <> '') WHERE rowid = new.rowid;
+END;
+CREATE TRIGGER memories_bi BEFORE INSERT ON memory_rows BEGIN
+  SELECT memex_spell(x'');
+END;
+CREATE TRIGGER folders_bi BEFORE INSERT ON folders BEGIN
+  SELECT memex_spell(x'');
 END;
 CREATE TRIGGER folders_bd BEFORE DELETE ON folders BEGIN
   SELECT memex_spell(x'');
@@ -225,10 +233,43 @@ def pack(content: str) -> str | bytes:
 
 class DamagedText(ValueError):
     """A stored blob that does not inflate to UTF-8 (its checksum fails): damage. Raised
-    inside SQLite, it reaches the caller as "user-defined function raised exception", which
-    ``index.is_corrupt`` takes for damage, as it does SQLite's own "could not decode" for a
-    text: the index is moved aside and rebuilt from the files, never read as another text,
-    and never sent to FTS5 as a delete of values the row was not indexed with."""
+    inside SQLite, it reaches the caller as "user-defined function raised exception", and
+    ``index.is_corrupt`` takes it for damage (``raised_in_functions`` says it was this), as it
+    does SQLite's own "could not decode" for a text: the index is moved aside and rebuilt
+    from the files, never read as another text, and never sent to FTS5 as a delete of values
+    the row was not indexed with."""
+
+
+# What one of our SQL functions raised, per thread: Python's sqlite3 turns every exception in
+# a function into the same "user-defined function raised exception" and drops the exception
+# itself — a Ctrl-C landing inside one too. Damage and an interrupt must not be told apart by
+# that message alone (an interrupt taken for damage moved a healthy index aside).
+_raised = threading.local()
+
+
+def _recording(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: object) -> Any:
+        try:
+            return fn(*args)
+        except KeyboardInterrupt:
+            _raised.kind = "interrupt"
+            raise
+        except DamagedText:
+            _raised.kind = "damage"
+            raise
+        except BaseException:
+            _raised.kind = "other"
+            raise
+
+    return call
+
+
+def raised_in_functions() -> str | None:
+    """What our SQL functions last raised in this thread ("damage", "interrupt", "other"),
+    once: the caller holding the "user-defined function raised exception" error asks."""
+    kind: str | None = getattr(_raised, "kind", None)
+    _raised.kind = None
+    return kind
 
 
 def unpack(body: str | bytes) -> str:
@@ -244,9 +285,9 @@ def unpack(body: str | bytes) -> str:
 def register_functions(conn: sqlite3.Connection) -> None:
     """What the ``memories`` view and the FTS trigger call; ``index.connect`` adds them to
     every connection (a foreign one reading ``content`` or changing a row fails loudly)."""
-    conn.create_function("memex_grams", 3, grams, deterministic=True)
-    conn.create_function("memex_spell", 1, expansions.spell, deterministic=True)
-    conn.create_function("memex_text", 1, unpack, deterministic=True)
+    conn.create_function("memex_grams", 3, _recording(grams), deterministic=True)
+    conn.create_function("memex_spell", 1, _recording(expansions.spell), deterministic=True)
+    conn.create_function("memex_text", 1, _recording(unpack), deterministic=True)
 
 
 def create_indexes(conn: sqlite3.Connection) -> None:

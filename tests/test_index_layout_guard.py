@@ -14,7 +14,7 @@ import pytest
 from openmemex import freshness, paths
 from openmemex.context import Context
 from openmemex.errors import IndexReplaced, MemexError
-from openmemex.index_schema import SCHEMA_VERSION
+from openmemex.index_schema import SCHEMA_VERSION, register_functions
 from openmemex.search import search
 from openmemex.write import add_memory
 
@@ -29,18 +29,27 @@ def test_a_connection_without_our_functions_cannot_delete_rows_or_write_an_older
     try:
         with pytest.raises(sqlite3.OperationalError, match="memex_spell"):
             foreign.execute("DELETE FROM memory_rows WHERE body LIKE '%wombat%'")
-        for cjk, tokens in (("'中 文 中文'", "x''"), ("0", "'omxg1 omxg2'")):  # an older layout's row values
+        with pytest.raises(sqlite3.OperationalError, match="memex_spell"):  # REPLACE deletes without the delete trigger
+            foreign.execute("INSERT OR REPLACE INTO memory_rows SELECT * FROM memory_rows")
+        with pytest.raises(sqlite3.OperationalError, match="memex_spell"):
+            foreign.execute("INSERT OR REPLACE INTO folders(id, dir) SELECT id, '/elsewhere' FROM folders")
+        assert foreign.execute("SELECT count(*) FROM memory_rows").fetchone()[0] == 1  # reads of the rows work
+    finally:
+        foreign.close()
+    ours = _foreign(data_root)
+    register_functions(ours)  # even a connection of ours cannot store an older layout's row values
+    try:
+        for cjk, tokens in (("'中 文 中文'", "x''"), ("0", "'omxg1 omxg2'")):
             with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-                foreign.execute(
+                ours.execute(
                     "INSERT INTO memory_rows(id, folder, location, mtime_ns, size, ctime_ns, ino, scope, scope_key, "
                     "visibility, project_name, type, role, importance, status, review_state, source, tags, aliases, "
                     "expansions, body, cjk, content_hash, created_at, updated_at) VALUES ('X', 1, 'personal', "
                     "0, 0, 0, 0, 'personal', 'personal', 'private', '', 'fact', 'user', 'normal', 'active', 'draft', "
                     f"'cli', '', '', {tokens}, '中文 lemurs', {cjk}, 'h', 0, 0)"
                 )
-        assert foreign.execute("SELECT count(*) FROM memory_rows").fetchone()[0] == 1  # reads of the rows work
     finally:
-        foreign.close()
+        ours.close()
     assert cli("add", "brand new note about lemurs").rc == 0  # type: ignore[operator]
     found = cli("search", "wombat", "--json")  # type: ignore[operator]
     assert "lemurs" not in found.out and "wombat" in found.out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,22 @@ def test_the_marks_own_characters_in_a_text_are_not_marks(cli: Any) -> None:
         hit = search(ctx, "zeppelin", scope="personal").hits[0]
     assert hit.id == memory_id
     assert "[zeppelin]" in hit.snippet and "[marker]" not in hit.snippet
+
+
+def test_an_interrupt_inside_sqlite_is_an_interrupt_not_damage(cli: Any, data_root: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """sqlite3 turns a Ctrl-C that lands inside one of our SQL functions (inflating a text)
+    into the same error as damage: the command stops as interrupted (130) and the healthy
+    index stays where it is — it was once moved aside and rebuilt, the command run again."""
+    _add(cli, LONG)
+
+    def interrupted(*_args: object, **_kwargs: object) -> bytes:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(zlib, "decompress", interrupted)
+        for args in (("list", "--scope", "personal"), ("search", "smoke suite")):
+            result = cli(*args)
+            assert result.rc == 130, (args, result)
+    assert not list(data_root.glob("index.db.corrupt-*"))
+    assert "smoke" in cli("search", "smoke suite").out

@@ -123,6 +123,9 @@ def run(tokens: Sequence[str] | None = None) -> int:
         if isinstance(exc, cyclopts.CycloptsError):
             _error(usage_message(exc))
             return EXIT_USAGE
+        if _interrupted_in_sqlite(exc):
+            sys.stderr.write(f"{PROG}: interrupted\n")
+            return 130
         full = disk_full(exc) or encoding_refused(exc)
         if full is not None:
             return full
@@ -134,6 +137,17 @@ def run(tokens: Sequence[str] | None = None) -> int:
     if isinstance(result, bool):
         return 0 if result else 1
     return result if isinstance(result, int) else 0
+
+
+def _interrupted_in_sqlite(exc: Exception) -> bool:
+    """A Ctrl-C that landed inside one of our SQL functions reaches here as an sqlite3 error
+    (sqlite3 drops the KeyboardInterrupt) where no caller asked ``index.is_corrupt``."""
+    if "sqlite3" not in sys.modules or not isinstance(exc, sys.modules["sqlite3"].OperationalError):
+        return False
+    from ..index import FUNCTION_RAISED
+    from ..index_schema import raised_in_functions
+
+    return FUNCTION_RAISED in str(exc) and raised_in_functions() == "interrupt"
 
 
 def _error(message: str) -> None:
