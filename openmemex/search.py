@@ -480,10 +480,12 @@ def _synonyms(row: Row, asked: dict[int, list[str]]) -> list[str]:
 def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     """FTS5's snippet and highlights for the hits shown, and only those (issue 11: in the
     ranking query they cost a tokenisation of every ranked row; the index's FTS5 table
-    keeps no text to mark). The shown rows' FTS values go into a scratch FTS5 table with
-    the index's tokenizer, in an in-memory database of this thread's own: the same text
-    under the same expression marks the same words, and the index's connection writes
-    nothing (a read-only or ``query_only`` one, or one inside a transaction, is left as is)."""
+    keeps no text to mark). The shown rows' text, tags and aliases (the columns marked; a
+    row only its other columns matched gets no marks, as before) go into a scratch FTS5
+    table with the index's tokenizer, in an in-memory database of this thread's own: the
+    same text under the same expression marks the same words, and the index's connection
+    writes nothing (a read-only or ``query_only`` one, or one inside a transaction, is left
+    as is)."""
     todo: dict[str, list[_Candidate]] = {}
     for cand in shown:
         if cand.lane != "vector" and cand.expression:
