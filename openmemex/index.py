@@ -155,7 +155,7 @@ def _damage_in_functions() -> bool:
     damage — the index is healthy and the command stops as interrupted."""
     kind = index_schema.raised_in_functions()
     if kind == "interrupt":
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt from None
     return kind == "damage"
 
 

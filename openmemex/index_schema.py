@@ -246,7 +246,11 @@ _raised = threading.local()
 
 def _recording(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: object) -> Any:
+        # A Ctrl-C taken while SQLite itself worked lands on the first Python line of the
+        # next call, before anything can record it: the record is cleared here, so "nothing
+        # recorded" after that error means this call never ran its first line — an interrupt.
         try:
+            _raised.kind = None
             return fn(*args)
         except KeyboardInterrupt:
             _raised.kind = "interrupt"
@@ -261,12 +265,13 @@ def _recording(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def raised_in_functions() -> str | None:
-    """What our SQL functions last raised in this thread ("damage", "interrupt", "other"),
-    once: the caller holding the "user-defined function raised exception" error asks."""
+def raised_in_functions() -> str:
+    """What made the last call of our SQL functions in this thread fail, for a caller holding
+    the "user-defined function raised exception" error: "damage" (a stored text that does not
+    inflate), "other" (any other exception in them), or "interrupt" — a KeyboardInterrupt
+    inside one, or one that struck before its first line (nothing recorded)."""
     kind: str | None = getattr(_raised, "kind", None)
-    _raised.kind = None
-    return kind
+    return kind if kind in ("damage", "other") else "interrupt"
 
 
 def unpack(body: str | bytes) -> str:

@@ -164,3 +164,29 @@ def test_an_interrupt_inside_sqlite_is_an_interrupt_not_damage(cli: Any, data_ro
             assert result.rc == 130, (args, result)
     assert not list(data_root.glob("index.db.corrupt-*"))
     assert "smoke" in cli("search", "smoke suite").out
+
+
+def test_an_interrupt_before_our_function_runs_is_an_interrupt(cli: Any, data_root: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A Ctrl-C taken while SQLite itself works lands on the first line of our next SQL
+    function, before it can record anything: still an interrupt (130), not a crash (70)."""
+    from openmemex import index_schema
+
+    _add(cli, LONG)
+    real = index_schema._recording
+
+    def struck(fn: Any) -> Any:
+        if fn is not index_schema.unpack:
+            return real(fn)
+
+        def call(*_args: object) -> Any:
+            raise KeyboardInterrupt  # as the signal does, before the wrapper's first line
+
+        return call
+
+    with monkeypatch.context() as patch:
+        patch.setattr(index_schema, "_recording", struck)
+        result = cli("list", "--scope", "personal")
+    assert result.rc == 130, result
+    assert not list(data_root.glob("index.db.corrupt-*"))
+    assert "smoke" in cli("search", "smoke suite").out
