@@ -63,6 +63,11 @@ def run(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None)
             # pipes use the ANSI code page; "→" and Chinese would not encode there)
             stdout.write(json.dumps(document, ensure_ascii=True) + "\n")
             stdout.flush()
+    except KeyboardInterrupt:  # the host (or its user) stopped the hook: one line, no traceback
+        _warnings.clear()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"open-memex hook {event}: interrupted\n")
+        return 130
     except Exception as exc:  # fail open: the user's session matters more than a memory
         from .crashlog import summary
         from .errors import MemexError

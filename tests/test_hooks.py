@@ -278,3 +278,18 @@ def test_a_lone_surrogate_session_id_and_a_folder_of_broken_files(git_repo: Path
     started = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
     assert started.rc == 0 and "java 21" in json.loads(started.out)["hookSpecificOutput"]["additionalContext"]
     assert started.err.count("\n") == 1 and "skipped" in started.err and "(and 2 more" in started.err, started.err
+
+
+@pytest.mark.parametrize("event", ["session-start", "user-prompt", "stop"])
+def test_an_interrupted_hook_is_one_line_and_130(event: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C (or the host stopping the hook) while it reads or works: exit 130 and one
+    line, never a traceback in the agent's pane."""
+    from openmemex import hooks
+
+    class Interrupted:
+        def read(self) -> str:
+            raise KeyboardInterrupt
+
+    assert hooks.run(event, stdin=Interrupted()) == 130  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert err == f"open-memex hook {event}: interrupted\n"
