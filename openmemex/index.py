@@ -32,8 +32,9 @@ PAGE_SIZE = 8192
 SCHEMA_VERSION = index_schema.SCHEMA_VERSION
 
 # A row as ``row_values`` builds it and ``write_rows`` stores it: every stored column but
-# the rowid (``file_path`` is generated, see ``index_schema``), then the two FTS values that
-# are not stored (the spelled concept tokens and the CJK grams), made once, not re-derived.
+# the rowid (``file_path`` is generated, see ``index_schema``), then the three FTS values that
+# are not stored (the spelled concept tokens, the CJK grams, the text without its CJK runs),
+# made once, not re-derived.
 ROW_COLUMNS = (
     "id", "dir", "location", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
@@ -42,8 +43,8 @@ ROW_COLUMNS = (
 )  # fmt: skip
 _AT = {c: i for i, c in enumerate(ROW_COLUMNS)}
 _ID, _DIR, _CONTENT, _STORED = _AT["id"], _AT["dir"], _AT["content"], len(ROW_COLUMNS)
-# where each FTS column's value is in a row_values row (the last two are not stored)
-_FTS_AT = tuple(_STORED if c == "expansions" else _STORED + 1 if c == "cjk" else _AT[c] for c in index_schema.FTS_COLUMNS)
+# where each FTS column's value is in a row_values row (the last three are not stored)
+_FTS_AT = tuple({"expansions": _STORED, "cjk": _STORED + 1, "content": _STORED + 2}.get(c, _AT[c]) for c in index_schema.FTS_COLUMNS)
 _FTS_PICK = operator.itemgetter(0, *(1 + at for at in _FTS_AT))  # (rowid, *FTS values) of a (rowid, *row)
 # stored in ``memory_rows``: the folder by its number, the text packed (``index_schema.pack``)
 _STORE_AS = {"dir": "folder", "content": "body"}
@@ -395,7 +396,7 @@ def row_values(memory: Memory, folder: Folder, sig: Sig) -> tuple[object, ...]:
         (memory.target or "").strip() if memory.alias else "",
         memory.body, int(bool(grams)), content_hash(memory.body), memory.supersedes, memory.superseded_by,
         created, created if memory.updated_at == memory.created_at else parse_time(memory.updated_at) or 0.0,
-        spelled, grams,
+        spelled, grams, index_schema.plain(memory.body) if grams else memory.body,
     )  # fmt: skip
 
 

@@ -138,8 +138,8 @@ def sorted_scan() -> Iterator[None]:
         return
 
     def ordered(folder: Path, only: set[str] | None = None) -> Any:
-        found, odd = scan(folder, only)
-        return dict(sorted(found.items())), odd
+        found, *rest = scan(folder, only)  # (found, odd) before, (found, odd, scanned) now
+        return (dict(sorted(found.items())), *rest)
 
     freshness._scan = ordered
     try:
