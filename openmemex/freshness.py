@@ -18,7 +18,7 @@ from .context import Context
 from .errors import MemexError, StoreBusyError
 from .fingerprint import MASK, SIG_COLUMNS, Sig, entry_hash, folder_checksum, stat_sig
 from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
-from .index_schema import ROW_KEY, path_sql
+from .index_schema import ROW_KEY, path_sql, spelled
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
@@ -333,7 +333,7 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     forward = _one_sided(conn, dirs, "superseded_by", "supersedes")  # old → new, new lacks the way back
     backward = _one_sided(conn, dirs, "supersedes", "superseded_by")  # new → old, old lacks the way on
     bypassed = conn.execute(  # on the rows themselves: a view cannot be told which index to walk
-        f"SELECT {path_sql('fx', 'x')} AS path, x.location AS location, {path_sql('fp', 'p')} AS p_path, "
+        f"SELECT {path_sql('fx', 'x')} AS path, {spelled('x', 'location')} AS location, {path_sql('fp', 'p')} AS p_path, "
         f"{path_sql('fn', 'n')} AS n_path "
         f"FROM memory_rows x INDEXED BY memories_supersedes CROSS JOIN folders fx ON fx.id = x.folder "
         f"CROSS JOIN memory_rows p ON p.id = x.supersedes CROSS JOIN folders fp ON fp.id = p.folder "
@@ -425,7 +425,7 @@ def _one_sided(conn: sqlite3.Connection, dirs: list[str], pointer: str, back: st
     marks = placeholders(dirs)
     return conn.execute(
         f"SELECT h.id AS holder_id, {path_sql('fh', 'h')} AS holder_path, {path_sql('fx', 'x')} AS path, "
-        f"x.location AS location "
+        f"{spelled('x', 'location')} AS location "
         f"FROM memory_rows h INDEXED BY memories_{pointer} CROSS JOIN folders fh ON fh.id = h.folder "
         f"CROSS JOIN memory_rows x ON x.id = h.{pointer} CROSS JOIN folders fx ON fx.id = x.folder "
         f"WHERE h.{pointer} IS NOT NULL AND fh.dir IN ({marks}) AND fx.dir IN ({marks}) AND x.{back} IS NULL",

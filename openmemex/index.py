@@ -31,10 +31,10 @@ BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 8192
 SCHEMA_VERSION = index_schema.SCHEMA_VERSION
 
-# A row as ``row_values`` builds it and ``write_rows`` stores it: every stored column but
-# the rowid (``file_path`` is generated, see ``index_schema``), then the three FTS values that
-# are not stored (the spelled concept tokens, the CJK grams, the text without its CJK runs),
-# made once, not re-derived.
+# A row as ``row_values`` builds it and ``write_rows`` stores it: every stored column but the
+# rowid (``file_path`` is generated, see ``index_schema``; a CODED column holds its value's
+# number), then the three FTS values that are not stored (the spelled concept tokens, the CJK
+# grams, the text without its CJK runs), made once, not re-derived.
 ROW_COLUMNS = (
     "id", "dir", "location", "mtime_ns", "size", "ctime_ns", "ino", "scope", "scope_key",
     "visibility", "project_name", "type", "role", "importance", "status", "review_state",
@@ -388,10 +388,13 @@ def row_values(memory: Memory, folder: Folder, sig: Sig) -> tuple[object, ...]:
     grams = index_schema.grams(memory.body, tags, aliases)  # none: the same text has no CJK to look for
     codes, spelled = expansions.current().stored(" ".join([memory.body, *memory.tags, *memory.aliases, *pair]), bool(grams))
     created = parse_time(memory.created_at) or 0.0  # most files were never updated: parsed once
+    code = index_schema.CODE_OF
     return (
-        memory.id, str(folder.path), folder.location, sig[0], sig[1], sig[2], sig[3], memory.scope,
-        memory.scope_key, memory.visibility, memory.project_name, memory.type, memory.role,
-        memory.importance, memory.status, memory.review_state, memory.source, tags, aliases, codes, "",
+        memory.id, str(folder.path), code["location"].get(folder.location, folder.location), sig[0], sig[1], sig[2],
+        sig[3], memory.scope, memory.scope_key, code["visibility"].get(memory.visibility, memory.visibility),
+        memory.project_name, memory.type, code["role"].get(memory.role, memory.role),
+        code["importance"].get(memory.importance, memory.importance), memory.status, memory.review_state,
+        code["source"].get(memory.source, memory.source), tags, aliases, codes, "",
         (memory.alias or "").strip() if memory.target else "",
         (memory.target or "").strip() if memory.alias else "",
         memory.body, int(bool(grams)), content_hash(memory.body), memory.supersedes, memory.superseded_by,

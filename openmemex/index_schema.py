@@ -48,7 +48,7 @@ from typing import Any
 from . import expansions
 from .text import CJK_RUN, HASH_CHARS, cjk_index_text
 
-SCHEMA_VERSION = 17  # 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
+SCHEMA_VERSION = 18  # 18: location, visibility, role, importance and source coded (CODED); the small keyed tables WITHOUT ROWID (no second page for their key's index); 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
 KEPT_TABLES = ("vectors",)
 FTS_COLUMNS = ("content", "tags", "aliases", "expansions", "type", "cjk", "cjk_expansions")
@@ -70,6 +70,26 @@ def _fts_of(row: str) -> str:
     )
 
 
+# Columns of a few known values each, stored as the value's number here (SQLite keeps 0 and 1
+# in a record's header, other small numbers in one byte) and spelled out again by the view:
+# about 30 bytes a row. A value not listed (a hand edit's, a newer release's) is stored as it
+# is. The lists are part of ``text_rules``: an index coded under other lists is rebuilt.
+CODED: dict[str, tuple[str, ...]] = {
+    "location": ("personal", "outbox", "repo"),
+    "visibility": ("private", "internal", "shared"),
+    "role": ("knowledge", "instruction"),
+    "importance": ("normal", "high", "low"),
+    "source": ("user", "tool", "keyword", "inference", "import", "cli"),
+}
+CODE_OF = {column: {value: i for i, value in enumerate(values)} for column, values in CODED.items()}
+
+
+def spelled(row: str, column: str) -> str:
+    """A ``CODED`` column of ``memory_rows`` ``row`` in SQL, as its text."""
+    cases = " ".join(f"WHEN {i} THEN '{value}'" for i, value in enumerate(CODED[column]))
+    return f"CASE {row}.{column} {cases} ELSE {row}.{column} END"
+
+
 _SCHEMA = f"""
 CREATE TABLE folders(
   id INTEGER PRIMARY KEY,
@@ -79,21 +99,21 @@ CREATE TABLE memory_rows(
   rowid INTEGER PRIMARY KEY,
   id TEXT NOT NULL,
   folder INTEGER NOT NULL,
-  location TEXT NOT NULL,
+  location NOT NULL,
   mtime_ns INTEGER NOT NULL,
   size INTEGER NOT NULL,
   ctime_ns INTEGER NOT NULL,
   ino INTEGER NOT NULL,
   scope TEXT NOT NULL,
   scope_key TEXT NOT NULL,
-  visibility TEXT NOT NULL,
+  visibility NOT NULL,
   project_name TEXT NOT NULL,
   type TEXT NOT NULL,
-  role TEXT NOT NULL,
-  importance TEXT NOT NULL,
+  role NOT NULL,
+  importance NOT NULL,
   status TEXT NOT NULL,
   review_state TEXT NOT NULL,
-  source TEXT NOT NULL,
+  source NOT NULL,
   tags TEXT NOT NULL,
   aliases TEXT NOT NULL,
   expansions BLOB NOT NULL DEFAULT x'' CHECK (typeof(expansions) = 'blob'),
@@ -110,12 +130,12 @@ CREATE TABLE memory_rows(
 );
 CREATE UNIQUE INDEX memories_id ON memory_rows(id, folder);
 CREATE VIEW memories AS SELECT
-  r.rowid AS rowid, r.id AS id, f.dir AS dir, r.location AS location,
+  r.rowid AS rowid, r.id AS id, f.dir AS dir, {spelled('r', 'location')} AS location,
   f.dir || '{os.sep}' || r.id || '.md' AS file_path,
   r.mtime_ns AS mtime_ns, r.size AS size, r.ctime_ns AS ctime_ns, r.ino AS ino, r.scope AS scope,
-  r.scope_key AS scope_key, r.visibility AS visibility, r.project_name AS project_name, r.type AS type,
-  r.role AS role, r.importance AS importance, r.status AS status, r.review_state AS review_state,
-  r.source AS source, r.tags AS tags, r.aliases AS aliases, r.expansions AS expansions,
+  r.scope_key AS scope_key, {spelled('r', 'visibility')} AS visibility, r.project_name AS project_name, r.type AS type,
+  {spelled('r', 'role')} AS role, {spelled('r', 'importance')} AS importance, r.status AS status, r.review_state AS review_state,
+  {spelled('r', 'source')} AS source, r.tags AS tags, r.aliases AS aliases, r.expansions AS expansions,
   r.cjk_expansions AS cjk_expansions, r.alias AS alias, r.target AS target, {_text_of('r')} AS content,
   r.cjk AS cjk, r.content_hash AS content_hash, r.supersedes AS supersedes,
   r.superseded_by AS superseded_by, r.created_at AS created_at, r.updated_at AS updated_at
@@ -154,17 +174,17 @@ CREATE TABLE quarantine(
   ino INTEGER NOT NULL,
   reason TEXT NOT NULL,
   seen_at REAL NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE index_info(
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE folder_state(
   dir TEXT PRIMARY KEY,
   checksum INTEGER NOT NULL,
   count INTEGER NOT NULL,
   formula INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE sync_log(
   dir TEXT PRIMARY KEY,
   at REAL NOT NULL,
@@ -173,7 +193,7 @@ CREATE TABLE sync_log(
   updated INTEGER NOT NULL,
   removed INTEGER NOT NULL,
   scanned INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 """
 
 
@@ -352,7 +372,7 @@ def text_rules() -> str:
     code: another Python running the same release and the same SQLite agrees)."""
     made = fts_values(_PROBE, "标签, tag", "别名, alias", expansions.compact("omxg123 omxg1099511627775"), "fact", "")
     cut = _tokenized((*made, _TOKENIZER_PROBE))
-    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}\0{cut}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}\0{cut}\0{CODED}".encode()).hexdigest()[:16]
 
 
 def is_current(conn: sqlite3.Connection) -> bool:

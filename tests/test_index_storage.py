@@ -190,3 +190,57 @@ def test_an_interrupt_before_our_function_runs_is_an_interrupt(cli: Any, data_ro
     assert result.rc == 130, result
     assert not list(data_root.glob("index.db.corrupt-*"))
     assert "smoke" in cli("search", "smoke suite").out
+
+
+def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
+    """The FTS content column holds the text without its CJK runs (they are grams in ``cjk``,
+    where every query looks for CJK): no content term is CJK, Chinese still finds the memory,
+    and a Latin word glued to a run is a word of its own."""
+    glued = _add(cli, "部署前先跑冒烟测试。pgbouncer连接池 needs a restart after 配置变更")
+    raw = _raw(data_root)
+    try:
+        raw.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memories_fts, 'col')")
+        content = [r[0] for r in raw.execute("SELECT term FROM temp.terms WHERE col = 'content'")]
+        grams = [r[0] for r in raw.execute("SELECT term FROM temp.terms WHERE col = 'cjk'")]
+    finally:
+        raw.close()
+    assert content and not [t for t in content if any("\u4e00" <= c <= "\u9fff" for c in t)]
+    assert "pgbouncer" in content and {"冒烟", "连接", "变更"} <= set(grams)
+    with Context.load() as ctx:
+        for query in ("冒烟测试", "连接池", "pgbouncer", "配置变更 restart"):
+            assert [h.id for h in search(ctx, query, scope="personal").hits] == [glued], query
+        hit = search(ctx, "冒烟测试", scope="personal").hits[0]
+        assert "部署前先跑冒烟测试" in hit.snippet  # the snippet is made from the whole text
+
+
+def test_few_valued_columns_are_stored_as_numbers_and_read_as_text(cli: Any, data_root: Path) -> None:
+    from openmemex.index_schema import CODED
+
+    memory_id = _add(cli, LONG)
+    raw = _raw(data_root)
+    try:
+        kinds = raw.execute(f"SELECT {', '.join(f'typeof({c})' for c in CODED)} FROM memory_rows").fetchall()
+        # a value no list has (a newer release's) is kept as it is, and read back as it is
+        raw.execute("UPDATE memory_rows SET source = 'telepathy' WHERE id = ?", (memory_id,))
+        autoindexes = [r[0] for r in raw.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'sqlite_autoindex%'")]
+    finally:
+        raw.close()
+    assert kinds == [("integer",) * len(CODED)]
+    assert autoindexes == ["sqlite_autoindex_folders_1"]  # the small keyed tables are WITHOUT ROWID
+    with Context.load() as ctx:
+        row = ctx.conn.execute(f"SELECT {', '.join(CODED)} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        assert tuple(row) == ("personal", "private", "knowledge", "normal", "telepathy")
+
+
+def test_other_coding_lists_rebuild_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CODED lists are part of the derivation rules: an index coded under other lists is
+    rebuilt, never read with the wrong names."""
+    from openmemex import index_schema
+
+    before = index_schema.text_rules()
+    index_schema.text_rules.cache_clear()
+    monkeypatch.setitem(index_schema.CODED, "role", ("instruction", "knowledge"))
+    try:
+        assert index_schema.text_rules() != before
+    finally:
+        index_schema.text_rules.cache_clear()
