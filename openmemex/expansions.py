@@ -2,7 +2,7 @@
 
 A memory that says "deploy" is also found by "ship", "release" or 部署: each group is one
 concept, and a memory whose text, tags or aliases use any member carries the group's
-concept token (``omxg`` and a number named by the members) in the index's ``expansions`` column (weighted below aliases),
+concept token (``ωxg`` and a number named by the members) in the index's ``expansions`` column (weighted below aliases),
 at most 32 per memory. A query that uses any member asks for the same token. One token per
 concept rather than every member word keeps the words a memory really says at their own
 rarity for bm25 (a word that is also some group's member no longer looks common), keeps the
@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from .text import CJK_RUN
 
 MAX_EXPANSIONS = 32
-RULES_VERSION = 4  # part of the map's hash: a change to how the column is derived re-derives it (4: tokens named by members)
+RULES_VERSION = 5  # part of the map's hash: a change to how the column is derived re-derives it (5: ω first; 4: tokens named by members)
 MEMO_WORDS = 50_000  # distinct words whose group lookup is kept (a full rebuild meets each word many times)
-TOKEN = "omxg"  # + a number named by the group's members: one FTS term per concept
+# + a number named by the group's members: one FTS term per concept. A Greek letter first, as
+# no query spells one (``text.build_query`` asks for Latin words, their prefixes and CJK grams):
+# no typed word or prefix ("om", "ω") reaches a token, so a query needs no column filter.
+TOKEN = "ωxg"
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
 # Each group is one concept in the words developers use for it, English and Chinese.
@@ -314,7 +317,7 @@ CODE_BYTES = 5  # a token's number is 40 bits (``token``)
 
 
 def compact(tokens: str) -> bytes:
-    """Spelled concept tokens (``omxg516778669907 …``) as stored in the index's row: each
+    """Spelled concept tokens (``ωxg516778669907 …``) as stored in the index's row: each
     token's number in 5 bytes, big-endian (a third of the spelled bytes). ``spell`` is its
     inverse: the numbers are below 2**40 and have no leading zeros spelled, so both are exact."""
     return b"".join([int(w.removeprefix(TOKEN)).to_bytes(CODE_BYTES, "big") for w in tokens.split()])

@@ -370,7 +370,7 @@ def text_rules() -> str:
     under other rules (another release of ours, or of SQLite: a Python or OS upgrade brings
     new Unicode tables) is rebuilt rather than fed deletes that do not match (behaviour, not
     code: another Python running the same release and the same SQLite agrees)."""
-    made = fts_values(_PROBE, "标签, tag", "别名, alias", expansions.compact("omxg123 omxg1099511627775"), "fact", "")
+    made = fts_values(_PROBE, "标签, tag", "别名, alias", expansions.compact(f"{expansions.TOKEN}123 {expansions.TOKEN}1099511627775"), "fact", "")
     cut = _tokenized((*made, _TOKENIZER_PROBE))
     return hashlib.sha256(f"{CJK_RUN.pattern}\0{made}\0{cut}\0{CODED}".encode()).hexdigest()[:16]
 

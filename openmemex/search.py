@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -197,14 +197,15 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
 
 
 def _expression(text: str) -> str:
-    """``build_query`` in every column but ``expansions``, plus the D80 concept tokens of
-    the groups ``text`` uses, asked of that column only."""
+    """``build_query``, plus the D80 concept tokens of the groups ``text`` uses. No column
+    filter: a concept token is in the ``expansions`` column only, and no typed word or prefix
+    reaches one (``expansions.TOKEN``), so each half matches where it did with one, scored
+    the same, at less cost."""
     expression = build_query(text)
     if not expression:
         return expression
-    words = f"- expansions : ({expression})"  # a typed prefix ("om") never reaches a token
     tokens = expansions.current().tokens(text)
-    return f"({words}) OR expansions:({' OR '.join(tokens)})" if tokens else words
+    return f"({expression}) OR {' OR '.join(tokens)}" if tokens else expression
 
 
 def _rule() -> str:
@@ -238,7 +239,7 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
     up, in rank order. The ranked list is as long as the scope's share of the index needs;
     where the filter does most of the work (a small scope, a type: no count says how rare)
     or left too few, the ranked join is cheaper and gives the same answer."""
-    wanted = _ranked_length(ctx, dirs, overfetch)
+    likely, wanted = _ranked_length(ctx, dirs, overfetch)
     if type is not None or wanted > _RANK_FIRST_MAX:
         return _ranked_join(ctx, expression, dirs, type, overfetch)
     weights = ", ".join(str(w) for w in WEIGHTS)
@@ -247,7 +248,10 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
         "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?",
         (expression, wanted),
     ).fetchall()
-    kept = _visible(ctx, ranked, dirs, type)
+    # the rows usually enough are looked up first, the rest only if the filter left too few
+    kept = _visible(ctx, ranked[:likely], dirs, type)
+    if len(kept) < overfetch:
+        kept += _visible(ctx, ranked[likely:], dirs, type)
     if len(kept) >= overfetch or len(ranked) < wanted:
         return kept[:overfetch]
     return _ranked_join(ctx, expression, dirs, type, overfetch)  # the filter left too few
@@ -293,6 +297,16 @@ def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
     return [(r, score[int(r["rowid"])]) for r in rows]
 
 
+# Rows by rowid, the rowids given as one JSON array: the statement's text stays the same, so
+# sqlite3's statement cache prepares it once (a literal list made a new statement every search,
+# and preparing it through the view cost more than reading the rows).
+_ROWID_IN = "rowid IN (SELECT value FROM json_each(?))"
+
+
+def _rowid_list(rowids: Iterable[int]) -> str:
+    return f"[{','.join(str(int(r)) for r in rowids)}]"
+
+
 def lean_rows(ctx: Context, rowids: list[int], where: str = "", params: list[object] | None = None) -> list[Row]:
     """The ``_LEAN`` columns of these rows (and ``where``), as dicts ``_complete`` can fill."""
     if not rowids:
@@ -301,8 +315,7 @@ def lean_rows(ctx: Context, rowids: list[int], where: str = "", params: list[obj
     cursor.row_factory = None
     try:
         found = cursor.execute(
-            f"SELECT {_LEAN} FROM memories WHERE rowid IN ({','.join(str(int(r)) for r in rowids)}){where}",
-            params or [],
+            f"SELECT {_LEAN} FROM memories WHERE {_ROWID_IN}{where}", [_rowid_list(rowids), *(params or [])],
         ).fetchall()
         names = [d[0] for d in cursor.description]
     finally:
@@ -315,7 +328,7 @@ def _complete(ctx: Context, rows: list[Row]) -> None:
     lean = {int(r["rowid"]): r for r in rows if isinstance(r, dict) and "content" not in r}
     if not lean:
         return
-    for row in ctx.conn.execute(f"SELECT * FROM memories WHERE rowid IN ({','.join(map(str, lean))})"):
+    for row in ctx.conn.execute(f"SELECT * FROM memories WHERE {_ROWID_IN}", (_rowid_list(lean),)):
         lean[int(row["rowid"])].update(zip(row.keys(), row, strict=True))
 
 
@@ -336,15 +349,16 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")  # reads only: nothing to keep or lose
 
 
-def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> int:
-    """How many ranked matches to look up so that, as the scope's share of the index
-    goes, ``overfetch`` of them are usually in scope (``folder_state`` counts each
-    folder's files: one tiny read)."""
+def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int]:
+    """How many ranked matches hold ``overfetch`` in scope as the scope's share of the index
+    goes (``folder_state`` counts each folder's files: one tiny read): (usually enough, to
+    rank — half as many again, and at least twice ``overfetch``)."""
     counts = {str(d): int(n) for d, n in ctx.conn.execute("SELECT dir, count FROM folder_state")}
     total = sum(counts.values())
     inside = sum(counts.get(d, 0) for d in dirs)
     share = inside / total if total and inside else 1.0
-    return max(2 * overfetch, int(1.5 * (overfetch + 8) / max(share, 0.001)))
+    likely = int((overfetch + 8) / max(share, 0.001))
+    return likely, max(2 * overfetch, int(1.5 * likely))
 
 
 def _hidden_count(ctx: Context, expression: str, dirs: list[str], type: str | None) -> int:

@@ -73,13 +73,14 @@ def test_ranked_then_filtered_equals_the_filtered_ranking(crowded: Context, scop
     assert got  # every case finds something
 
 
-@pytest.mark.parametrize("length", [3, 100, 5000])
+@pytest.mark.parametrize("lengths", [(1, 3), (3, 3), (4, 100), (100, 100), (5000, 5000)])
 def test_any_ranked_length_gives_the_exact_answer(crowded: Context, monkeypatch: pytest.MonkeyPatch,
-                                                  length: int) -> None:  # fmt: skip
-    """The ranked list's length is only an estimate from folder counts: far too short (the
-    scope's rows all ranked below other folders'), about right, or past the point where
-    the ranked join is used instead, the answer is the exact top."""
-    monkeypatch.setattr(search, "_ranked_length", lambda *_args: length)
+                                                  lengths: tuple[int, int]) -> None:  # fmt: skip
+    """The ranked list's length, and how many of its rows are looked up first, are only
+    estimates from folder counts: far too short (the scope's rows all ranked below other
+    folders'), about right, or past the point where the ranked join is used instead, the
+    answer is the exact top."""
+    monkeypatch.setattr(search, "_ranked_length", lambda *_args: lengths)
     for scope, type in (("project", None), ("personal", "decision"), ("both", None)):
         dirs = [str(f.path) for f in crowded.folders(scope)]
         expression = search._expression("zeppelin")

@@ -172,10 +172,13 @@ def test_alias_round_end_to_end(cli: Any) -> None:
 
 
 def test_typed_words_never_reach_concept_tokens(cli: Any) -> None:
-    """The concept tokens live in their own column, asked for only by a query that uses a
-    group member: a typed prefix of a token ("om", "omxg") matches nothing there."""
+    """The concept tokens are asked for only by a query that uses a group member: no typed
+    word or prefix reaches one ("ω", "ωxg", a whole token, or the Latin that follows the
+    ω), and the query needs no column filter to keep it so."""
     assert cli("add", "We deploy checkout with Argo CD every Tuesday.").rc == 0
-    for typed in ("om", "omx", "omxg", expansions.token(GROUPS[0])):
+    token = expansions.token(GROUPS[0])
+    assert token.startswith("ω")
+    for typed in ("ω", "ωx", "Ωxg", "xg", token, token[1:], f"{token} {token[:5]}"):
         assert _hits(cli, typed) == [], typed
     assert _hits(cli, "ship")  # the group's own members still reach it
 
