@@ -227,13 +227,31 @@ def grams(content: str, tags: str, aliases: str) -> str:
     return cjk_index_text(f"{content} {tags} {aliases}")
 
 
+# What stands in for each CJK run in the FTS ``content`` column: one token, as the run was,
+# so positions, phrases and bm25's row lengths stay as they were; a Greek letter first, so
+# no query reaches it (``expansions.TOKEN``), and one term for every run in the store.
+CJK_STANDIN = "ωcjk"
+
+
 def plain(content: str) -> str:
-    """The FTS ``content`` column of a text: its CJK runs become spaces. They are indexed as
-    grams in ``cjk``, where every query looks for CJK (``text.build_query``); as runs here
-    they made terms no query reaches (a run between two punctuation marks is one token to
-    unicode61), each stored once: a tenth of the FTS index where a fifth of the store is
-    Chinese."""
-    return CJK_RUN.sub(" ", content)
+    """The FTS ``content`` column of a text: each CJK run is ``CJK_STANDIN``, apart from the
+    words around it. The runs are indexed as grams in ``cjk``, where every query looks for
+    CJK (``text.build_query``); as runs here they were terms no query reached (a run between
+    two punctuation marks is one token to unicode61), each stored once — a tenth of the FTS
+    index where a fifth of the store is Chinese — and a Latin word written against one
+    (``用redis做缓存``) was part of that token, so no search found it. Search's snippet table
+    is given the text with the runs set apart the same way (``runs_apart``)."""
+    return CJK_RUN.sub(f" {CJK_STANDIN} ", content)
+
+
+_APART = "\u200b"  # zero width space: a separator to unicode61, nothing on the screen
+
+
+def runs_apart(text: str) -> str:
+    """``text`` with each CJK run set apart from the words around it by a zero width space:
+    the snippet table then cuts the same Latin words ``plain`` gives the index (and shows
+    the text as it is; ``search`` drops the marks' zero width spaces)."""
+    return CJK_RUN.sub(lambda run: f"{_APART}{run.group()}{_APART}", text)
 
 
 def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, cjk_expansions: str) -> tuple[str, ...]:

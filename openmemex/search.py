@@ -17,7 +17,7 @@ from .context import Context
 from .errors import UsageError
 from .expansions import ablated
 from .index import placeholders, split_tags
-from .index_schema import FTS_COLUMNS, TOKENIZE
+from .index_schema import FTS_COLUMNS, TOKENIZE, runs_apart
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, check_text, identifiers, normalize_ws
@@ -197,15 +197,15 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
 
 
 def _expression(text: str) -> str:
-    """``build_query``, plus the D80 concept tokens of the groups ``text`` uses. No column
-    filter: a concept token is in the ``expansions`` column only, and no typed word or prefix
-    reaches one (``expansions.TOKEN``), so each half matches where it did with one, scored
-    the same, at less cost."""
+    """``build_query``, plus the D80 concept tokens of the groups ``text`` uses, asked of the
+    ``expansions`` column only (a memory may hold a token's spelling in its own text: a
+    pasted ``--explain`` line). The words need no column filter: no typed word or prefix
+    reaches a concept token (``expansions.TOKEN``)."""
     expression = build_query(text)
     if not expression:
         return expression
     tokens = expansions.current().tokens(text)
-    return f"({expression}) OR {' OR '.join(tokens)}" if tokens else expression
+    return f"({expression}) OR expansions:({' OR '.join(tokens)})" if tokens else expression
 
 
 def _rule() -> str:
@@ -497,7 +497,8 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     keeps no text to mark). The shown rows' text, tags and aliases (the columns marked; a
     row only its other columns matched gets no marks, as before) go into a scratch FTS5
     table with the index's tokenizer, in an in-memory database of this thread's own: the
-    same text under the same expression marks the same words, and the index's connection
+    same text (its CJK runs set apart as the index's ``plain`` sets them) under the same
+    expression marks the same words, and the index's connection
     writes nothing (a read-only or ``query_only`` one, or one inside a transaction, is left
     as is)."""
     todo: dict[str, list[_Candidate]] = {}
@@ -512,7 +513,8 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
         try:
             scratch.executemany(  # the marked columns only: a row the others alone matched shows no marks
                 "INSERT INTO marks(rowid, content, tags, aliases) VALUES (?, ?, ?, ?)",
-                [(int(c.row["rowid"]), *(_unmarked(c.row[k]) for k in ("content", "tags", "aliases"))) for c in cands],
+                [(int(c.row["rowid"]), _unmarked(runs_apart(c.row["content"])), _unmarked(c.row["tags"]),
+                  _unmarked(c.row["aliases"])) for c in cands],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
@@ -559,7 +561,7 @@ def _hit(target: Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
     snip = marks[0] if marks is not None else ""
     marked = MARK_OPEN in snip
     if target["id"] == matched["id"] and marked:
-        snippet = normalize_ws(snip.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]"))
+        snippet = normalize_ws(snip.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]").replace("\u200b", ""))
     else:
         snippet = normalize_ws(target["content"])[:160]
     via = "body"

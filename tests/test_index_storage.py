@@ -193,10 +193,11 @@ def test_an_interrupt_before_our_function_runs_is_an_interrupt(cli: Any, data_ro
 
 
 def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
-    """The FTS content column holds the text without its CJK runs (they are grams in ``cjk``,
-    where every query looks for CJK): no content term is CJK, Chinese still finds the memory,
-    and a Latin word glued to a run is a word of its own."""
-    glued = _add(cli, "部署前先跑冒烟测试。pgbouncer连接池 needs a restart after 配置变更")
+    """The FTS content column holds a stand-in for each CJK run (the runs are grams in
+    ``cjk``, where every query looks for CJK): no content term is CJK, Chinese still finds
+    the memory, a Latin word written against a run is a word of its own — found, and marked
+    in the snippet like any other."""
+    glued = _add(cli, "部署前先跑冒烟测试。pgbouncer连接池 needs a restart after 用redis做缓存 配置变更")
     raw = _raw(data_root)
     try:
         raw.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memories_fts, 'col')")
@@ -205,12 +206,39 @@ def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
     finally:
         raw.close()
     assert content and not [t for t in content if any("\u4e00" <= c <= "\u9fff" for c in t)]
-    assert "pgbouncer" in content and {"冒烟", "连接", "变更"} <= set(grams)
+    assert {"pgbouncer", "redi", "ωcjk"} <= set(content) and {"冒烟", "连接", "变更"} <= set(grams)
     with Context.load() as ctx:
-        for query in ("冒烟测试", "连接池", "pgbouncer", "配置变更 restart"):
+        for query in ("冒烟测试", "连接池", "pgbouncer", "配置变更 restart", "redis"):
             assert [h.id for h in search(ctx, query, scope="personal").hits] == [glued], query
         hit = search(ctx, "冒烟测试", scope="personal").hits[0]
         assert "部署前先跑冒烟测试" in hit.snippet  # the snippet is made from the whole text
+        for word, shown in (("pgbouncer", "[pgbouncer]连接池"), ("redis", "用[redis]做缓存")):
+            hit = search(ctx, word, scope="personal").hits[0]
+            assert hit.matched_via == "body" and shown in hit.snippet, hit.snippet
+
+
+def test_words_apart_in_the_text_stay_apart_in_the_index(cli: Any) -> None:
+    """A CJK run between two Latin words keeps its place: a phrase of the two (``redis.conf``,
+    ``pool_mode``) does not match a text where Chinese stands between them."""
+    _add(cli, "在 redis 里把内存上限调大了以后一定要重启服务，conf 文件反而不用动")
+    _add(cli, "pool 的大小和 mode 的选择要看业务：事务多就用小一点")
+    exact = _add(cli, "The real file is redis.conf under /etc/redis; pool_mode = transaction")
+    with Context.load() as ctx:
+        for query in ("redis.conf", "pool_mode"):
+            assert [h.id for h in search(ctx, query, scope="personal").hits] == [exact], query
+
+
+def test_a_concept_tokens_spelling_in_a_text_is_not_the_concept(cli: Any) -> None:
+    """A memory may hold a concept token's spelling (a pasted ``--explain`` line): a query
+    of that concept asks the expansions column only, so it does not find the memory."""
+    from openmemex import expansions
+
+    token = expansions.token(expansions.GROUPS[0])
+    pasted = _add(cli, f"tagged {token} by a pasted explain line — bread recipe")
+    shipped = _add(cli, "We ship on Fridays after the smoke suite")
+    with Context.load() as ctx:
+        assert [h.id for h in search(ctx, "release", scope="personal").hits] == [shipped]
+        assert pasted in [h.id for h in search(ctx, "bread recipe", scope="personal").hits]
 
 
 def test_few_valued_columns_are_stored_as_numbers_and_read_as_text(cli: Any, data_root: Path) -> None:
