@@ -228,7 +228,8 @@ def grams(content: str, tags: str, aliases: str) -> str:
 
 
 # What stands in for each CJK run in the FTS ``content`` column: one token, as the run was,
-# so positions, phrases and bm25's row lengths stay as they were; a Greek letter first, so
+# so positions, phrases and bm25's row lengths stay as they were (but for a Latin word written
+# against a run, now a token of its own: ``plain``); a Greek letter first, so
 # no query reaches it (``expansions.TOKEN``), and one term for every run in the store.
 CJK_STANDIN = "ωcjk"
 
