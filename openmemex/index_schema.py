@@ -41,12 +41,13 @@ import hashlib
 import os
 import sqlite3
 import threading
+import unicodedata
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import expansions
-from .text import CJK_RUN, HASH_CHARS, cjk_index_text
+from .text import CJK_BLOCKS, CJK_GLUED, CJK_RUN, HASH_CHARS, cjk_index_text
 
 SCHEMA_VERSION = 18  # 18: location, visibility, role, importance and source coded (CODED); the small keyed tables WITHOUT ROWID (no second page for their key's index); 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
@@ -227,32 +228,47 @@ def grams(content: str, tags: str, aliases: str) -> str:
     return cjk_index_text(f"{content} {tags} {aliases}")
 
 
-# What stands in for each CJK run in the FTS ``content`` column: one token, as the run was,
-# so positions, phrases and bm25's row lengths stay as they were (but for a Latin word written
-# against a run, now a token of its own: ``plain``); a Greek letter first, so
-# no query reaches it (``expansions.TOKEN``), and one term for every run in the store.
-CJK_STANDIN = "ωcjk"
+# What stands in for each CJK letter in the FTS ``content`` column: a private-use character —
+# a letter to unicode61 (category Co) as the CJK one was, so the text is cut into the same
+# words at the same places, bm25's row lengths and phrases stay as they were; typed by no one
+# and folded by nothing, so no query reaches one; and a run of n letters is one of a few
+# hundred terms (n stand-ins) for the whole store, not a term of its own.
+CJK_STANDIN = "\ue000"
+# The characters unicode61 takes for word characters, by Unicode category (its default "L* N*
+# Co", and an unassigned code point too: tests/test_index_storage.py checks every CJK one).
+TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co", "Cn"})
+_APART = "\u2063"  # INVISIBLE SEPARATOR: a separator to unicode61, nothing on the screen
+
+
+@functools.cache
+def _standins() -> dict[int, str]:
+    """``str.translate``'s table: every CJK word character to ``CJK_STANDIN`` (CJK punctuation
+    and marks, separators to unicode61, stay as they are)."""
+    return {
+        code: CJK_STANDIN
+        for first, last in CJK_BLOCKS
+        for code in range(first, last + 1)
+        if unicodedata.category(chr(code)) in TOKEN_CATEGORIES
+    }
 
 
 def plain(content: str) -> str:
-    """The FTS ``content`` column of a text: each CJK run is ``CJK_STANDIN``, apart from the
-    words around it. The runs are indexed as grams in ``cjk``, where every query looks for
-    CJK (``text.build_query``); as runs here they were terms no query reached (a run between
-    two punctuation marks is one token to unicode61), each stored once — a tenth of the FTS
-    index where a fifth of the store is Chinese — and a Latin word written against one
-    (``用redis做缓存``) was part of that token, so no search found it. Search's snippet table
-    is given the text with the runs set apart the same way (``runs_apart``)."""
-    return CJK_RUN.sub(f" {CJK_STANDIN} ", content)
+    """The FTS ``content`` column of a text: each CJK letter is ``CJK_STANDIN``, and an ASCII
+    word written against CJK (``用redis做缓存``) is set apart from it. CJK is indexed as grams
+    in ``cjk``, where every query looks for it (``text.build_query``); as itself here each run
+    was a term no query reached, stored once — a tenth of the FTS index where a fifth of the
+    store is Chinese — and the ASCII word was part of it, so no search found it. Search's
+    snippet table gets the text with the same words set apart (``words_apart``)."""
+    if CJK_RUN.search(content) is None:
+        return content
+    return CJK_GLUED.sub(" ", content).translate(_standins())
 
 
-_APART = "\u200b"  # zero width space: a separator to unicode61, nothing on the screen
-
-
-def runs_apart(text: str) -> str:
-    """``text`` with each CJK run set apart from the words around it by a zero width space:
-    the snippet table then cuts the same Latin words ``plain`` gives the index (and shows
-    the text as it is; ``search`` drops the marks' zero width spaces)."""
-    return CJK_RUN.sub(lambda run: f"{_APART}{run.group()}{_APART}", text)
+def words_apart(text: str) -> str:
+    """``text`` with each ASCII word written against CJK set apart by an invisible separator:
+    the snippet table then cuts the words ``plain`` gives the index, at the same places (and
+    shows the text as it is; ``search`` drops the separators from the marked snippet)."""
+    return CJK_GLUED.sub(_APART, text) if CJK_RUN.search(text) else text
 
 
 def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, cjk_expansions: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from .context import Context
 from .errors import UsageError
 from .expansions import ablated
 from .index import placeholders, split_tags
-from .index_schema import FTS_COLUMNS, TOKENIZE, runs_apart
+from .index_schema import FTS_COLUMNS, TOKENIZE, words_apart
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, check_text, identifiers, normalize_ws
@@ -497,7 +497,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     keeps no text to mark). The shown rows' text, tags and aliases (the columns marked; a
     row only its other columns matched gets no marks, as before) go into a scratch FTS5
     table with the index's tokenizer, in an in-memory database of this thread's own: the
-    same text (its CJK runs set apart as the index's ``plain`` sets them) under the same
+    same text (an ASCII word written against CJK set apart, as the index's ``plain`` sets it) under the same
     expression marks the same words, and the index's connection
     writes nothing (a read-only or ``query_only`` one, or one inside a transaction, is left
     as is)."""
@@ -513,7 +513,7 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
         try:
             scratch.executemany(  # the marked columns only: a row the others alone matched shows no marks
                 "INSERT INTO marks(rowid, content, tags, aliases) VALUES (?, ?, ?, ?)",
-                [(int(c.row["rowid"]), _unmarked(runs_apart(c.row["content"])), _unmarked(c.row["tags"]),
+                [(int(c.row["rowid"]), _unmarked(words_apart(c.row["content"])), _unmarked(c.row["tags"]),
                   _unmarked(c.row["aliases"])) for c in cands],
             )
             found = {
@@ -561,7 +561,7 @@ def _hit(target: Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
     snip = marks[0] if marks is not None else ""
     marked = MARK_OPEN in snip
     if target["id"] == matched["id"] and marked:
-        snippet = normalize_ws(snip.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]").replace("\u200b", ""))
+        snippet = normalize_ws(snip.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]").replace("\u2063", ""))
     else:
         snippet = normalize_ws(target["content"])[:160]
     via = "body"

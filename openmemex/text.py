@@ -11,14 +11,17 @@ import operator
 import re
 from collections.abc import Iterable
 
-_CJK_RANGES = (
-    "\u3040-\u30ff"  # kana
-    "\u3400-\u4dbf"  # CJK ext A
-    "\u4e00-\u9fff"  # CJK unified
-    "\uf900-\ufaff"  # compatibility ideographs
-    "\uac00-\ud7af"  # hangul
+CJK_BLOCKS = (
+    (0x3040, 0x30FF),  # kana
+    (0x3400, 0x4DBF),  # CJK ext A
+    (0x4E00, 0x9FFF),  # CJK unified
+    (0xF900, 0xFAFF),  # compatibility ideographs
+    (0xAC00, 0xD7AF),  # hangul
 )
+_CJK_RANGES = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_BLOCKS)
 CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
+# Where an ASCII letter or digit touches a CJK character: one word to unicode61 (用redis做缓存)
+CJK_GLUED = re.compile(f"(?<=[A-Za-z0-9])(?=[{_CJK_RANGES}])|(?<=[{_CJK_RANGES}])(?=[A-Za-z0-9])")
 _LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
 MAX_TERMS = 24

@@ -193,10 +193,11 @@ def test_an_interrupt_before_our_function_runs_is_an_interrupt(cli: Any, data_ro
 
 
 def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
-    """The FTS content column holds a stand-in for each CJK run (the runs are grams in
-    ``cjk``, where every query looks for CJK): no content term is CJK, Chinese still finds
-    the memory, a Latin word written against a run is a word of its own — found, and marked
-    in the snippet like any other."""
+    """The FTS content column holds a stand-in letter for each CJK letter (CJK is searched as
+    grams in ``cjk``): no content term is CJK, Chinese still finds the memory, and an ASCII
+    word written against Chinese is a word of its own — found, and marked in the snippet."""
+    from openmemex.index_schema import CJK_STANDIN
+
     glued = _add(cli, "部署前先跑冒烟测试。pgbouncer连接池 needs a restart after 用redis做缓存 配置变更")
     raw = _raw(data_root)
     try:
@@ -206,7 +207,8 @@ def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
     finally:
         raw.close()
     assert content and not [t for t in content if any("\u4e00" <= c <= "\u9fff" for c in t)]
-    assert {"pgbouncer", "redi", "ωcjk"} <= set(content) and {"冒烟", "连接", "变更"} <= set(grams)
+    assert {"pgbouncer", "redi", CJK_STANDIN * 9, CJK_STANDIN * 3} <= set(content)
+    assert {"冒烟", "连接", "变更"} <= set(grams)
     with Context.load() as ctx:
         for query in ("冒烟测试", "连接池", "pgbouncer", "配置变更 restart", "redis"):
             assert [h.id for h in search(ctx, query, scope="personal").hits] == [glued], query
@@ -215,6 +217,38 @@ def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
         for word, shown in (("pgbouncer", "[pgbouncer]连接池"), ("redis", "用[redis]做缓存")):
             hit = search(ctx, word, scope="personal").hits[0]
             assert hit.matched_via == "body" and shown in hit.snippet, hit.snippet
+
+
+def test_the_stand_ins_cut_the_text_where_unicode61_cuts_it() -> None:
+    """Every character of the CJK blocks is a word character to SQLite's tokenizer exactly
+    when ``plain`` makes it a stand-in letter (CJK punctuation and marks — ・ ゛ — stay
+    separators, so ``pool・mode`` is still the phrase ``pool mode``), and the index's text and
+    the snippet table's are cut into as many words, at the same places."""
+    from openmemex.index_schema import CJK_STANDIN, TOKENIZE, plain, words_apart
+    from openmemex.text import CJK_BLOCKS
+
+    chars = [chr(c) for first, last in CJK_BLOCKS for c in range(first, last + 1)] + list("々〆〇・ー")
+    texts = [*chars, "pool・mode", "データ・ベース", "時々redis", "用redis做缓存", "第3章", "x\u3099y", "a中b文c"]
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(raw, plain, apart, tokenize='{TOKENIZE}')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        conn.executemany("INSERT INTO t(rowid, raw, plain, apart) VALUES (?, ?, ?, ?)",
+                         [(i + 1, t, plain(t), words_apart(t)) for i, t in enumerate(texts)])  # fmt: skip
+        cuts: dict[tuple[int, str], list[int]] = {}
+        for doc, col, offset in conn.execute("SELECT doc, col, offset FROM v ORDER BY doc, col, offset"):
+            cuts.setdefault((doc, col), []).append(offset)
+    finally:
+        conn.close()
+    for i, text in enumerate(texts[: len(chars)], 1):
+        assert cuts.get((i, "raw")) == cuts.get((i, "plain")), (hex(ord(text)), plain(text))
+        assert plain(text) in (text, CJK_STANDIN)
+    glued = {t: len(texts[: len(chars)]) + k + 1 for k, t in enumerate(texts[len(chars) :])}
+    assert cuts[(glued["pool・mode"], "plain")] == cuts[(glued["pool・mode"], "raw")] == [0, 1]
+    assert len(cuts[(glued["データ・ベース"], "plain")]) == 2 and len(cuts[(glued["時々redis"], "plain")]) == 1
+    for text, doc in glued.items():
+        assert cuts[(doc, "plain")] == cuts[(doc, "apart")], text
+    assert len(cuts[(glued["用redis做缓存"], "plain")]) == 3
 
 
 def test_words_apart_in_the_text_stay_apart_in_the_index(cli: Any) -> None:
@@ -226,6 +260,9 @@ def test_words_apart_in_the_text_stay_apart_in_the_index(cli: Any) -> None:
     with Context.load() as ctx:
         for query in ("redis.conf", "pool_mode"):
             assert [h.id for h in search(ctx, query, scope="personal").hits] == [exact], query
+    dotted = _add(cli, "pool・mode は transaction にする")  # ・ is a separator, not a CJK word
+    with Context.load() as ctx:
+        assert dotted in [h.id for h in search(ctx, "pool_mode", scope="personal").hits]
 
 
 def test_a_concept_tokens_spelling_in_a_text_is_not_the_concept(cli: Any) -> None:
