@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import sqlite3
 import threading
 import unicodedata
@@ -47,7 +48,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import expansions
-from .text import CJK_BLOCKS, CJK_GLUED, CJK_RUN, HASH_CHARS, cjk_index_text
+from .text import CJK_BLOCKS, CJK_RUN, HASH_CHARS, cjk_index_text
 
 SCHEMA_VERSION = 18  # 18: location, visibility, role, importance and source coded (CODED); the small keyed tables WITHOUT ROWID (no second page for their key's index); 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
@@ -240,16 +241,37 @@ TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "C
 _APART = "\u2063"  # INVISIBLE SEPARATOR: a separator to unicode61, nothing on the screen
 
 
+_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
 @functools.cache
-def _standins() -> dict[int, str]:
-    """``str.translate``'s table: every CJK word character to ``CJK_STANDIN`` (CJK punctuation
-    and marks, separators to unicode61, stay as they are)."""
-    return {
-        code: CJK_STANDIN
-        for first, last in CJK_BLOCKS
-        for code in range(first, last + 1)
-        if unicodedata.category(chr(code)) in TOKEN_CATEGORIES
-    }
+def _cjk_words() -> re.Pattern[str]:
+    """Runs of CJK word characters: the CJK blocks less what unicode61 takes for separators
+    in them (・ ゛ ゜ ゠ and the combining sound marks)."""
+    ranges = []
+    for first, last in CJK_BLOCKS:
+        start: int | None = None
+        for code in range(first, last + 2):
+            word = code <= last and unicodedata.category(chr(code)) in TOKEN_CATEGORIES
+            if word and start is None:
+                start = code
+            elif not word and start is not None:
+                ranges.append(f"{chr(start)}-{chr(code - 1)}")
+                start = None
+    return re.compile(f"[{''.join(ranges)}]+")
+
+
+def _recut(text: str, apart: str, stand_in: bool) -> str:
+    """Each run of CJK word characters set apart by ``apart`` from an ASCII letter or digit
+    written against it, and made of ``CJK_STANDIN`` letters if ``stand_in``."""
+
+    def run(found: re.Match[str]) -> str:
+        at, end = found.span()
+        before = apart if at and text[at - 1] in _ASCII_WORD else ""
+        after = apart if end < len(text) and text[end] in _ASCII_WORD else ""
+        return f"{before}{CJK_STANDIN * (end - at) if stand_in else found.group()}{after}"
+
+    return _cjk_words().sub(run, text)
 
 
 def plain(content: str) -> str:
@@ -259,16 +281,14 @@ def plain(content: str) -> str:
     was a term no query reached, stored once — a tenth of the FTS index where a fifth of the
     store is Chinese — and the ASCII word was part of it, so no search found it. Search's
     snippet table gets the text with the same words set apart (``words_apart``)."""
-    if CJK_RUN.search(content) is None:
-        return content
-    return CJK_GLUED.sub(" ", content).translate(_standins())
+    return _recut(content, " ", True) if CJK_RUN.search(content) else content
 
 
 def words_apart(text: str) -> str:
     """``text`` with each ASCII word written against CJK set apart by an invisible separator:
     the snippet table then cuts the words ``plain`` gives the index, at the same places (and
     shows the text as it is; ``search`` drops the separators from the marked snippet)."""
-    return CJK_GLUED.sub(_APART, text) if CJK_RUN.search(text) else text
+    return _recut(text, _APART, False) if CJK_RUN.search(text) else text
 
 
 def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, cjk_expansions: str) -> tuple[str, ...]:

@@ -20,8 +20,6 @@ CJK_BLOCKS = (
 )
 _CJK_RANGES = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_BLOCKS)
 CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
-# Where an ASCII letter or digit touches a CJK character: one word to unicode61 (用redis做缓存)
-CJK_GLUED = re.compile(f"(?<=[A-Za-z0-9])(?=[{_CJK_RANGES}])|(?<=[{_CJK_RANGES}])(?=[A-Za-z0-9])")
 _LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
 MAX_TERMS = 24
