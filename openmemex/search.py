@@ -497,10 +497,10 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     keeps no text to mark). The shown rows' text, tags and aliases (the columns marked; a
     row only its other columns matched gets no marks, as before) go into a scratch FTS5
     table with the index's tokenizer, in an in-memory database of this thread's own: the
-    same text (an ASCII word written against CJK set apart, as the index's ``plain`` sets it) under the same
-    expression marks the same words, and the index's connection
-    writes nothing (a read-only or ``query_only`` one, or one inside a transaction, is left
-    as is)."""
+    same text (an ASCII word written against CJK set apart, as the index's ``plain`` sets
+    it: ``words_apart``) under the same expression marks the same words, and the index's
+    connection writes nothing (a read-only or ``query_only`` one, or one inside a
+    transaction, is left as is)."""
     todo: dict[str, list[_Candidate]] = {}
     for cand in shown:
         if cand.lane != "vector" and cand.expression:
