@@ -42,13 +42,12 @@ import os
 import re
 import sqlite3
 import threading
-import unicodedata
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import expansions
-from .text import CJK_BLOCKS, CJK_RUN, HASH_CHARS, cjk_index_text
+from .text import CJK_RUN, CJK_STANDIN, HASH_CHARS, cjk_index_text
 
 SCHEMA_VERSION = 18  # 18: location, visibility, role, importance and source coded (CODED); the small keyed tables WITHOUT ROWID (no second page for their key's index); 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
@@ -229,36 +228,29 @@ def grams(content: str, tags: str, aliases: str) -> str:
     return cjk_index_text(f"{content} {tags} {aliases}")
 
 
-# What stands in for each CJK letter in the FTS ``content`` column: a private-use character —
-# a letter to unicode61 (category Co) as the CJK one was, so the text is cut into the same
-# words at the same places, bm25's row lengths and phrases stay as they were; typed by no one
-# and folded by nothing, so no query reaches one; and a run of n letters is one of a few
-# hundred terms (n stand-ins) for the whole store, not a term of its own.
-CJK_STANDIN = "\ue000"
+# CJK_STANDIN (text.py) stands in for each CJK letter in the FTS ``content`` column: a
+# private-use character — a letter to unicode61 (category Co) as the CJK one was, so the text
+# is cut into the same words at the same places, bm25's row lengths and phrases stay as they
+# were; folded by nothing and never asked for by a query (``text.build_query``); and a run of
+# n letters is one of a few hundred terms (n stand-ins) for the whole store, not a term of
+# its own.
 # The characters unicode61 takes for word characters, by Unicode category (its default "L* N*
-# Co", and an unassigned code point too: tests/test_index_storage.py checks every CJK one).
+# Co", and an unassigned code point too).
 TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co", "Cn"})
-_APART = "\u2063"  # INVISIBLE SEPARATOR: a separator to unicode61, nothing on the screen
-
-
+# The CJK word characters: the CJK blocks (text.CJK_BLOCKS) less what unicode61 takes for
+# separators in them — the combining sound marks and ゛゜ (U+3099–309C), ゠ (U+30A0) and ・
+# (U+30FB). Written out, not worked out at start-up (4 ms); tests/test_index_storage.py checks
+# it against TOKEN_CATEGORIES and SQLite's tokenizer, character by character.
+CJK_WORD_RANGES = (
+    (0x3040, 0x3098), (0x309D, 0x309F), (0x30A1, 0x30FA), (0x30FC, 0x30FF),
+    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xAC00, 0xD7AF),
+)  # fmt: skip
+_CJK_WORD = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_WORD_RANGES)
+_CJK_WORDS = re.compile(f"[{_CJK_WORD}]+")
 _ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-
-
-@functools.cache
-def _cjk_words() -> re.Pattern[str]:
-    """Runs of CJK word characters: the CJK blocks less what unicode61 takes for separators
-    in them (・ ゛ ゜ ゠ and the combining sound marks)."""
-    ranges = []
-    for first, last in CJK_BLOCKS:
-        start: int | None = None
-        for code in range(first, last + 2):
-            word = code <= last and unicodedata.category(chr(code)) in TOKEN_CATEGORIES
-            if word and start is None:
-                start = code
-            elif not word and start is not None:
-                ranges.append(f"{chr(start)}-{chr(code - 1)}")
-                start = None
-    return re.compile(f"[{''.join(ranges)}]+")
+_APART = "\u2063"  # INVISIBLE SEPARATOR: a separator to unicode61, nothing on the screen
+# where words_apart's separators are in a snippet of its text (a match mark may stand beside one)
+_PUT_APART = re.compile(f"(?<=[{_CJK_WORD}]){_APART}(?=[A-Za-z0-9\x02])|(?<=[A-Za-z0-9\x03]){_APART}(?=[{_CJK_WORD}])")
 
 
 def _recut(text: str, apart: str, stand_in: bool) -> str:
@@ -271,7 +263,7 @@ def _recut(text: str, apart: str, stand_in: bool) -> str:
         after = apart if end < len(text) and text[end] in _ASCII_WORD else ""
         return f"{before}{CJK_STANDIN * (end - at) if stand_in else found.group()}{after}"
 
-    return _cjk_words().sub(run, text)
+    return _CJK_WORDS.sub(run, text)
 
 
 def plain(content: str) -> str:
@@ -286,9 +278,15 @@ def plain(content: str) -> str:
 
 def words_apart(text: str) -> str:
     """``text`` with each ASCII word written against CJK set apart by an invisible separator:
-    the snippet table then cuts the words ``plain`` gives the index, at the same places (and
-    shows the text as it is; ``search`` drops the separators from the marked snippet)."""
+    the snippet table then cuts the words ``plain`` gives the index, at the same places, and
+    shows the text as it is once ``words_together`` has taken the separators out again."""
     return _recut(text, _APART, False) if CJK_RUN.search(text) else text
+
+
+def words_together(snippet: str) -> str:
+    """A snippet of a ``words_apart`` text (its match marks still in) without the separators
+    that put in — only those: one the memory's own text holds elsewhere stays."""
+    return _PUT_APART.sub("", snippet) if _APART in snippet else snippet
 
 
 def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, cjk_expansions: str) -> tuple[str, ...]:

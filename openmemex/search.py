@@ -17,7 +17,7 @@ from .context import Context
 from .errors import UsageError
 from .expansions import ablated
 from .index import placeholders, split_tags
-from .index_schema import FTS_COLUMNS, TOKENIZE, words_apart
+from .index_schema import FTS_COLUMNS, TOKENIZE, words_apart, words_together
 from .lifecycle import newest_in_chain, replacement_missing
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, check_text, identifiers, normalize_ws
@@ -561,7 +561,7 @@ def _hit(target: Row, cand: _Candidate, asked: dict[int, list[str]]) -> Hit:
     snip = marks[0] if marks is not None else ""
     marked = MARK_OPEN in snip
     if target["id"] == matched["id"] and marked:
-        snippet = normalize_ws(snip.replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]").replace("\u2063", ""))
+        snippet = normalize_ws(words_together(snip).replace(MARK_OPEN, "[").replace(MARK_CLOSE, "]"))
     else:
         snippet = normalize_ws(target["content"])[:160]
     via = "body"

@@ -20,6 +20,9 @@ CJK_BLOCKS = (
 )
 _CJK_RANGES = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_BLOCKS)
 CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
+# What the index's FTS ``content`` column has for each CJK letter (``index_schema.plain``): a
+# private-use letter, which no query may ask for (``build_query``).
+CJK_STANDIN = "\ue000"
 _LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
 MAX_TERMS = 24
@@ -165,4 +168,6 @@ def build_query(text: str) -> str:
         return f"{CJK_COLUMNS}:({cjk_expr})"
     if latin_expr or not text.strip():
         return latin_expr
-    return _quote(text.strip())  # only punctuation: a valid phrase that matches nothing
+    # no Latin or CJK words (punctuation, another script): the text as one phrase, a valid one
+    # that matches nothing if it is only punctuation; never the index's CJK stand-in letter
+    return _quote(text.replace(CJK_STANDIN, " ").strip())

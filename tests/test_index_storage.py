@@ -196,7 +196,7 @@ def test_cjk_runs_are_searched_as_grams_only(cli: Any, data_root: Path) -> None:
     """The FTS content column holds a stand-in letter for each CJK letter (CJK is searched as
     grams in ``cjk``): no content term is CJK, Chinese still finds the memory, and an ASCII
     word written against Chinese is a word of its own — found, and marked in the snippet."""
-    from openmemex.index_schema import CJK_STANDIN
+    from openmemex.text import CJK_STANDIN
 
     glued = _add(cli, "部署前先跑冒烟测试。pgbouncer连接池 needs a restart after 用redis做缓存 配置变更")
     raw = _raw(data_root)
@@ -224,9 +224,20 @@ def test_the_stand_ins_cut_the_text_where_unicode61_cuts_it() -> None:
     when ``plain`` makes it a stand-in letter (CJK punctuation and marks — ・ ゛ — stay
     separators, so ``pool・mode`` is still the phrase ``pool mode``), and the index's text and
     the snippet table's are cut into as many words, at the same places."""
-    from openmemex.index_schema import CJK_STANDIN, TOKENIZE, plain, words_apart
-    from openmemex.text import CJK_BLOCKS
+    import unicodedata
 
+    from openmemex.index_schema import (
+        CJK_WORD_RANGES,
+        TOKEN_CATEGORIES,
+        TOKENIZE,
+        plain,
+        words_apart,
+    )
+    from openmemex.text import CJK_BLOCKS, CJK_STANDIN
+
+    words = {c for first, last in CJK_WORD_RANGES for c in range(first, last + 1)}
+    assert words == {c for first, last in CJK_BLOCKS for c in range(first, last + 1)
+                     if unicodedata.category(chr(c)) in TOKEN_CATEGORIES}  # fmt: skip
     chars = [chr(c) for first, last in CJK_BLOCKS for c in range(first, last + 1)] + list("々〆〇・ー")
     texts = [*chars, "pool・mode", "データ・ベース", "時々redis", "用redis做缓存", "第3章", "x\u3099y", "a中b文c"]
     conn = sqlite3.connect(":memory:")
@@ -309,3 +320,26 @@ def test_other_coding_lists_rebuild_the_index(monkeypatch: pytest.MonkeyPatch) -
         assert index_schema.text_rules() != before
     finally:
         index_schema.text_rules.cache_clear()
+
+
+def test_no_query_reaches_the_cjk_stand_ins(cli: Any) -> None:
+    """A query of the stand-in letter alone (a pasted private-use icon glyph) falls back to a
+    phrase of its text, never of the stand-in: it finds no CJK memory."""
+    from openmemex.text import CJK_STANDIN
+
+    _add(cli, "部署前先跑冒烟测试")
+    _add(cli, "用redis做缓存 配置变更")
+    with Context.load() as ctx:
+        for query in (CJK_STANDIN, CJK_STANDIN * 9, f" {CJK_STANDIN * 3} ", f"{CJK_STANDIN}!"):
+            assert search(ctx, query, scope="personal").hits == [], ascii(query)
+
+
+def test_a_snippet_keeps_the_memorys_own_invisible_separators(cli: Any) -> None:
+    """Only the separators put in to set a word apart from CJK leave the marked snippet."""
+    memory_id = _add(cli, "math: f\u2063x plus g\u2063y, see baz and 用redis做缓存")
+    with Context.load() as ctx:
+        hit = search(ctx, "baz", scope="personal").hits[0]
+        assert hit.id == memory_id and "f\u2063x plus g\u2063y" in hit.snippet and "[baz]" in hit.snippet
+        assert "用redis做缓存" in hit.snippet, ascii(hit.snippet)
+        hit = search(ctx, "redis", scope="personal").hits[0]
+        assert "用[redis]做缓存" in hit.snippet and "f\u2063x" in hit.snippet, ascii(hit.snippet)
