@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -208,6 +209,79 @@ def test_stdout_is_only_json_rpc(git_repo: Path, data_root: Path) -> None:
         assert message["jsonrpc"] == "2.0"
     assert b"skipped" in err  # the warning went to stderr as well, never to stdout
     assert proc.returncode == 0
+
+
+def test_every_request_over_the_wire_gets_an_answer(git_repo: Path, data_root: Path) -> None:
+    """The SDK drops a line it cannot validate without a reply (the client waits for its
+    timeout): a lone surrogate escape is mended and the call runs, a broken request is
+    answered under its id, a line that is not JSON with id null, and the server goes on."""
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
+    proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=git_repo, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(raw: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(raw.encode() + b"\n")
+        proc.stdin.flush()
+
+    answers: queue.Queue[bytes] = queue.Queue()
+    reader = threading.Thread(target=lambda: [answers.put(line) for line in proc.stdout or ()], daemon=True)
+    reader.start()
+
+    def answer() -> dict[str, Any]:
+        try:
+            line = answers.get(timeout=30)  # the old transport never answered: fail, do not hang
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError("no answer within 30 s") from None
+        return dict(json.loads(line))
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+        assert answer()["id"] == 1
+        send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        if sys.platform == "linux":  # no child can read the protocol: fd 0 is the null device while serving
+            assert os.readlink(f"/proc/{proc.pid}/fd/0") == os.devnull
+        # JSON.stringify of a string cut inside an emoji: valid JSON the SDK's parser refuses
+        send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_add","arguments":'
+             '{"content":"rho: the cache warms in 3 minutes \\ud83d","scope":"personal"}}}')
+        added = answer()
+        assert added["id"] == 2 and not added["result"]["isError"], added
+        saved = next(data_root.glob(f"memories/*/{added['result']['structuredContent']['id']}.md"))
+        assert "warms in 3 minutes \ufffd" in saved.read_bytes().decode("utf-8")
+        send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_status"')  # cut short
+        assert answer() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": ANY_TEXT}}
+        send('{"id": 4, "method": "tools/list", "note": "' + SECRET + '"}')  # no "jsonrpc": "2.0"
+        broken = answer()
+        assert broken["id"] == 4 and broken["error"]["code"] == -32600
+        send('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"memory_search","arguments":'
+             '{"query":"cache warms \\udc00","scope":"personal"}}}')
+        found = answer()
+        assert found["id"] == 5 and [h["id"] for h in found["result"]["structuredContent"]["hits"]] == [saved.stem]
+    finally:
+        proc.stdin.close()  # the server ends on EOF
+        proc.wait(timeout=30)
+    err = proc.stderr.read() if proc.stderr else b""
+    reader.join(timeout=5)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    assert answers.empty() and proc.returncode == 0
+    warnings = err.decode()
+    assert "request 2: 1 lone UTF-16 surrogate(s) replaced" in warnings and "request 4: invalid" in warnings
+    assert SECRET not in warnings and "Traceback" not in warnings
+
+
+class _AnyText(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and bool(other)
+
+    __hash__ = str.__hash__
+
+
+ANY_TEXT = _AnyText()
 
 
 # -- concurrency: threads in the server plus a second process --------------------------------

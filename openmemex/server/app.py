@@ -413,7 +413,11 @@ def serve(cwd: Path | None = None) -> int:
     counter.join()
     server = build(session, box[0] if box else 0)
     try:
-        server.run()
+        import anyio
+
+        from .wire import serve_stdio
+
+        anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
         pass
     finally:
