@@ -19,6 +19,7 @@ import pytest
 
 from openmemex.redact import find_secrets, mask_value, redact
 from openmemex.redact.engine import CONTEXT_RULES, TOKEN_RULES
+from openmemex.redact.rules import GLUED
 
 AN = string.ascii_letters + string.digits
 LOW = string.ascii_lowercase + string.digits
@@ -296,6 +297,38 @@ def test_token_look_alikes(rule_id: str) -> None:
     if isinstance(first, str) and first[0].isalnum():
         glued = "xyz" + token
         assert rule_id not in [f.rule for f in find_secrets(f"id {glued} end")]
+
+
+GLUED_RULES = sorted(r.id for r in TOKEN_RULES if r.pattern.startswith(GLUED) and r.id in TOKENS)
+
+
+def test_most_token_rules_take_a_glued_token() -> None:
+    assert len(GLUED_RULES) >= 100, GLUED_RULES  # every rule whose prefix is four characters or more
+
+
+@pytest.mark.parametrize("rule_id", GLUED_RULES)
+def test_a_token_glued_to_a_name_is_masked(rule_id: str) -> None:
+    """Names glue tokens to themselves (GH_TOKEN_ghp_…, aws-key-AKIA…, deploy-glpat-….txt):
+    a distinctive prefix after ``_`` or ``-`` is still the token, and only it is masked."""
+    token = make(rng_for(rule_id + "-glued"), TOKENS[rule_id])
+    for name in ("CI_TOKEN_", "aws-key-", "my_", "-"):
+        text = f"set {name}{token} before the deploy"
+        assert rule_id in [f.rule for f in find_secrets(text)], text
+        assert redact(text).text == f"set {name}{mask_value(token)} before the deploy"
+
+
+def test_short_or_generic_prefixes_glued_to_a_name_are_names() -> None:
+    """``key-``, ``api-``, ``sk-`` and their like after ``_``/``-`` are far more often part of
+    a name before a hash or a UUID than a token: they keep the strict boundary."""
+    md5, uuid = "9e107d9d372bb6826bd81d3542a419d6", "3f2a8c1e-5b7d-4e9a-8c3f-1d2e3f4a5b6c"
+    for text in (f"cache-key-{md5}", f"svc-api-{uuid}", f"deploy_sdk-{uuid}", f"seed_rnd_{md5}",
+                 f"app-ico-{md5}bc", "tool-sk-learn-pipeline-for-the-team-v2", f"x_SK{md5}", f"tile-fc-{md5}",
+                 "user-sess-" + SESSION):  # fmt: skip
+        assert find_secrets(f"the name {text} is in the log") == [], text
+    assert find_secrets(f"the key sess-{SESSION} leaked")  # the same shapes alone are tokens
+
+
+SESSION = "q7Lm2Rx9Tb4Kw8Zp1Nc6Vh3Jd5Fs0Gy2Ua7Ek9Wo"
 
 
 def test_token_boundaries_and_sentence_punctuation() -> None:

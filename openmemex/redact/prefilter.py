@@ -8,7 +8,7 @@ alternatives at every position (~35 ns a character here). So the keywords are sp
 where they can occur, and each group gets the cheapest pass that finds it:
 
 * **boundary** keywords begin a provider token (``ghp_``, ``akia``, ``xoxb-``): their trie
-  is searched as ``[^a-z0-9_-](?=<16 token characters>)(?:trie)``, which ``re`` skips
+  is searched as ``[^a-z0-9](?=<16 token characters>)(?:trie)``, which ``re`` skips
   through with a character-class test at all other positions (~8 ns a character), and
   which never stops at ordinary words, since every provider token is 16 characters or more;
 * **symbol** keywords begin with a rarer character (``-----begin``, ``://``, ``_mmk``,
@@ -212,7 +212,7 @@ def build(entries: Iterable[tuple[str, str, Trigger]]) -> KeywordIndex:
     boundary = trie_regex(triggers[BOUNDARY])
     symbols = list(triggers[SYMBOL])
     return KeywordIndex(
-        boundary=re.compile(f"[^a-z0-9_-]{_LONG_TOKEN}(?:{boundary})"),
+        boundary=re.compile(f"[^a-z0-9]{_LONG_TOKEN}(?:{boundary})"),  # after _ or - too: rules.GLUED
         boundary_at_start=re.compile(f"{_LONG_TOKEN}(?:{boundary})"),
         symbol=re.compile(trie_regex(symbols)) if symbols else None,
         words=tuple(triggers[WORD]),

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 # ``sk-`` key). After it: no character of the token alphabet, but sentence punctuation
 # (``.``, ``,``, ``)``) is fine, unlike gitleaks' closing class.
 LEFT = r"(?<![A-Za-z0-9_-])"
+# A distinctive prefix may also follow ``_`` or ``-``: names glue a token to themselves
+# (``GH_TOKEN_ghp_…``, ``aws-key-AKIA…``, a file ``deploy-glpat-….txt``). A short or
+# generic one (``sk-``, ``key-``, ``api-`` before a hash or a UUID) keeps ``LEFT``: after
+# ``_``/``-`` it is far more often part of a name (``cache-key-<md5>``, ``svc-api-<uuid>``).
+GLUED = r"(?<![A-Za-z0-9])"
 RIGHT = r"(?![A-Za-z0-9_-])"
 RIGHT_ALNUM = r"(?![A-Za-z0-9])"
 
@@ -66,12 +71,18 @@ class ContextRule:
 
 
 def token(rule_id: str, family: str, prefix: str, body: str, *, keywords: tuple[str, ...] | None = None,
-          entropy: float = 0.0, right: str = RIGHT, check: Callable[[str], bool] | None = None) -> TokenRule:  # fmt: skip
-    """A token that starts with ``prefix`` (a literal unless ``keywords`` are given)."""
+          entropy: float = 0.0, right: str = RIGHT, check: Callable[[str], bool] | None = None,
+          glued: bool | None = None) -> TokenRule:  # fmt: skip
+    """A token that starts with ``prefix`` (a literal unless ``keywords`` are given).
+    ``glued``: found after ``_`` or ``-`` too (``GLUED``); by default when every keyword
+    has four characters or more."""
     literal = keywords is None
     source = re.escape(prefix) if literal else prefix
     words = (prefix.lower(),) if keywords is None else keywords
-    return TokenRule(rule_id, family, words, f"{LEFT}(?P<s>{source}{body}){right}", 0, entropy, check, True)
+    if glued is None:
+        glued = min(len(w) for w in words) >= 4
+    left = GLUED if glued else LEFT
+    return TokenRule(rule_id, family, words, f"{left}(?P<s>{source}{body}){right}", 0, entropy, check, True)
 
 
 def inner(rule_id: str, family: str, keywords: tuple[str, ...], pattern: str, back: int, *,

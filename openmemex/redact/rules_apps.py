@@ -12,7 +12,7 @@ AI: tuple[TokenRule, ...] = (
     token("openrouter-api-key", "ai", "sk-or-v1-", "[a-f0-9]{64}", entropy=3.0),
     token("openai-admin-key", "ai", "sk-admin-", "[A-Za-z0-9_-]{20,}", entropy=3.5),
     token("openai-key", "ai", "sk-", "(?:proj-|svcacct-|None-)?[A-Za-z0-9_-]{20,}", entropy=3.5),
-    token("openai-session-key", "ai", "sess-", "[A-Za-z0-9]{40}", entropy=3.5, right=RIGHT_ALNUM),
+    token("openai-session-key", "ai", "sess-", "[A-Za-z0-9]{40}", entropy=3.5, right=RIGHT_ALNUM, glued=False),
     token("huggingface-token", "ai", "hf_", "[A-Za-z0-9]{30,40}", entropy=3.5, right=RIGHT_ALNUM),
     token("huggingface-org-token", "ai", "api_org_", "[A-Za-z0-9]{30,40}", entropy=3.5, right=RIGHT_ALNUM),
     token("groq-api-key", "ai", "gsk_", "[A-Za-z0-9]{40,60}", entropy=3.5),
@@ -71,7 +71,7 @@ CHAT: tuple[TokenRule, ...] = (
           entropy=3.5),
     token("twilio-api-key", "chat", "SK", "[0-9a-fA-F]{32}", entropy=3.0, right=RIGHT_ALNUM),
     token("sendgrid-api-key", "chat", "SG.", r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", entropy=3.5),
-    token("mailgun-api-key", "chat", "key-", "[a-f0-9]{32}", entropy=3.0, right=RIGHT_ALNUM),
+    token("mailgun-api-key", "chat", "key-", "[a-f0-9]{32}", entropy=3.0, right=RIGHT_ALNUM, glued=False),
     inner("mailchimp-api-key", "chat", ("-us",), rf"{LEFT}(?P<s>{_HEX32}-us[0-9]{{1,2}})(?![A-Za-z0-9])", 32,
           entropy=3.0),
     token("brevo-api-key", "chat", "xkeysib-", "[a-f0-9]{64}-[A-Za-z0-9]{16}", entropy=3.0),
@@ -95,7 +95,8 @@ OBSERVABILITY: tuple[TokenRule, ...] = (
           entropy=3.5),
     token("dynatrace-token", "observability", "dt0c01.", r"[A-Z0-9]{24}\.[A-Z0-9]{64}", entropy=3.5),
     token("posthog-personal-key", "observability", "phx_", "[A-Za-z0-9]{30,50}", entropy=3.5),
-    token("launchdarkly-key", "observability", "(?:api|sdk)-", UUID, keywords=("api-", "sdk-"), entropy=3.0),
+    token("launchdarkly-key", "observability", "(?:api|sdk)-", UUID, keywords=("api-", "sdk-"), entropy=3.0,
+          glued=False),
 )
 
 SAAS: tuple[TokenRule, ...] = (

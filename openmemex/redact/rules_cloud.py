@@ -18,7 +18,7 @@ def _not_aws_example(value: str) -> bool:
 
 RULES: tuple[TokenRule, ...] = (
     token("aws-access-key-id", "cloud", "(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", "[A-Z0-9]{16}",
-          keywords=("akia", "asia", "abia", "acca", "a3t"), entropy=3.0, right=RIGHT_ALNUM,
+          keywords=("akia", "asia", "abia", "acca", "a3t"), entropy=3.0, right=RIGHT_ALNUM, glued=True,
           check=_not_aws_example),
     token("aws-bedrock-api-key", "cloud", "ABSK", f"[{_B64}]{{100,270}}={{0,2}}", entropy=4.0),
     token("google-api-key", "cloud", "AIza", "[0-9A-Za-z_-]{30,60}", entropy=3.5),
@@ -62,7 +62,7 @@ RULES: tuple[TokenRule, ...] = (
           "[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
           entropy=3.5),
     token("onepassword-service-token", "cloud", "ops_eyJ", f"[{_B64}]{{100,}}={{0,3}}", entropy=4.0),
-    token("render-api-key", "cloud", "rnd_", "[A-Za-z0-9]{32}", entropy=3.5),
+    token("render-api-key", "cloud", "rnd_", "[A-Za-z0-9]{32}", entropy=3.5, glued=False),
     token("tailscale-key", "cloud", "tskey-", "(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}",
           entropy=3.5),
     token("netlify-token", "cloud", "nfp_", "[A-Za-z0-9]{36,40}", entropy=3.5),

@@ -40,8 +40,8 @@ RULES: tuple[TokenRule, ...] = (
     token("sonarqube-token", "ci", "sq[upa]_", "[a-f0-9]{40}", keywords=("squ_", "sqp_", "sqa_"), entropy=3.0),
     token("harness-token", "ci", r"(?:pat|sat)\.", r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
           keywords=("pat.", "sat."), entropy=3.5),
-    token("octopus-deploy-key", "ci", "API-", "[A-Z0-9]{26}", entropy=3.5, right=RIGHT_ALNUM),
-    token("infracost-token", "ci", "ico-", "[A-Za-z0-9]{32}", entropy=3.5),
+    token("octopus-deploy-key", "ci", "API-", "[A-Z0-9]{26}", entropy=3.5, right=RIGHT_ALNUM, glued=False),
+    token("infracost-token", "ci", "ico-", "[A-Za-z0-9]{32}", entropy=3.5, glued=False),
     # Package registries
     token("npm-token", "registry", "npm_", "[A-Za-z0-9]{30,64}", entropy=3.0),
     token("pypi-token", "registry", "pypi-AgE", "[A-Za-z0-9_-]{50,}", entropy=4.0),
