@@ -3,7 +3,7 @@
 Serves, for one or more repositories (JSON shapes as GitHub sends them, trimmed to the
 fields PyGithub reads):
 
-* ``GET /repos/{o}/{r}`` (only for non-lazy ``get_repo``)
+* ``GET /repos/{o}/{r}`` (with ``fork`` and ``parent``: pr-status asks it when the remote has no PR)
 * ``GET /repos/{o}/{r}/pulls?state=open|closed|all&head=owner:branch`` (newest first)
 * ``GET /repos/{o}/{r}/pulls/{n}``
 * ``GET /repos/{o}/{r}/pulls/{n}/reviews``
@@ -83,15 +83,20 @@ class FakeGitHub:
         self.page_size = page_size
         self.pulls: list[FakePull] = []
         self.repos: set[tuple[str, str]] = set()
+        self.parents: dict[tuple[str, str], tuple[str, str]] = {}
         self.requests: list[LoggedRequest] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- scenario ------------------------------------------------------------------------
-    def add_repo(self, owner: str, repo: str) -> None:
-        """A repository that exists (add_pull adds its own); unknown ones answer 404."""
+    def add_repo(self, owner: str, repo: str, *, parent: tuple[str, str] | None = None) -> None:
+        """A repository that exists (add_pull adds its own); unknown ones answer 404.
+        ``parent``: the repository this one is a fork of (GitHub's ``fork``/``parent``)."""
         self.repos.add((owner.lower(), repo.lower()))
+        if parent is not None:
+            self.parents[(owner.lower(), repo.lower())] = parent
+            self.add_repo(*parent)
 
     def add_pull(self, owner: str, repo: str, head: str, *, number: int | None = None,
                  head_owner: str | None = None, state: str = "open", merged_at: str | None = None,
@@ -225,8 +230,12 @@ class FakeGitHub:
             return 404, _not_found(), {}
         pulls = [p for p in self.pulls if p.owner.lower() == owner.lower() and p.repo.lower() == repo.lower()]
         if not rest:
-            return 200, {"id": 1, "name": repo, "full_name": f"{owner}/{repo}", "owner": _user(base, owner),
-                         "url": f"{base}/repos/{owner}/{repo}", "private": True}, {}  # fmt: skip
+            body = _repo_json(base, owner, repo)
+            parent = self.parents.get((owner.lower(), repo.lower()))
+            body["fork"] = parent is not None
+            if parent is not None:
+                body["parent"] = _repo_json(base, *parent)
+            return 200, body, {}
         if rest == ["pulls"]:
             state = (query.get("state") or ["open"])[0]
             head: str | None = query["head"][0] if query.get("head") else None
@@ -264,6 +273,11 @@ class FakeGitHub:
             nxt.update(page=str(page + 1), per_page=str(per_page))
             headers["Link"] = f'<{base}{path}?{urlencode(nxt)}>; rel="next"'
         return 200, chunk, headers
+
+
+def _repo_json(base: str, owner: str, repo: str) -> dict[str, Any]:
+    return {"id": 1, "name": repo, "full_name": f"{owner}/{repo}", "owner": _user(base, owner),
+            "url": f"{base}/repos/{owner}/{repo}", "private": True, "fork": False}  # fmt: skip
 
 
 def _user(base: str, login: str) -> dict[str, Any]:

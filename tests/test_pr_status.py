@@ -506,6 +506,31 @@ def test_upstream_remote_and_branch_name_are_used(repo: Path, fake: FakeGitHub, 
     assert outcome(report, memory)["action"] == "approve"
 
 
+def test_a_fork_finds_its_pull_request_on_the_parent(repo: Path, fake: FakeGitHub, token: str) -> None:
+    """The fork workflow: the branch is pushed to your fork, the PR is opened on the repository
+    it was forked from (head ``me:branch``). The fork's own repository has no PR for it."""
+    memory = make_memory(repo)
+    commit_all(repo)
+    git("remote", "set-url", "origin", "https://github.com/me/widgets.git", cwd=repo)
+    git("config", f"branch.{BRANCH}.remote", "origin", cwd=repo)
+    git("config", f"branch.{BRANCH}.merge", f"refs/heads/{BRANCH}", cwd=repo)
+    fake.add_repo("me", "widgets", parent=("acme", "widgets"))
+    fake.add_pull("acme", "widgets", BRANCH, head_owner="me", number=41, files=[rel(memory)],
+                  reviews=[FakeReview("alice", "APPROVED")])  # fmt: skip
+    fake.add_pull("acme", "widgets", BRANCH, number=40)  # acme's own branch of that name is not ours
+    report = run(fake.base_url)
+    assert report.repo == "me/widgets" and report.pr is not None and report.pr.number == 41
+    assert outcome(report, memory)["action"] == "approve"
+    asked = [(r.path, r.query.get("head")) for r in fake.requests if r.path.endswith("/pulls")]
+    assert asked == [("/repos/me/widgets/pulls", [f"me:{BRANCH}"]), ("/repos/acme/widgets/pulls", [f"me:{BRANCH}"])]
+
+    fake.pulls.clear()
+    with pytest.raises(MemexError) as info:
+        run(fake.base_url)
+    assert str(info.value).startswith(f"no pull request for branch {BRANCH} on me/widgets or acme/widgets, the "
+                                      "repository it is a fork of — push and open one:")  # fmt: skip
+
+
 def test_config_api_url_reaches_enterprise_path(repo: Path, fake: FakeGitHub, token: str, data_root: Path) -> None:
     memory = make_memory(repo)
     commit_all(repo)

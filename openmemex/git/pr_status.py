@@ -417,10 +417,18 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
     )  # fmt: skip
     try:
         gh_repo = client.get_repo(remote.slug)
-        pulls = list(gh_repo.get_pulls(state="all", head=f"{remote.owner}:{head_ref}"))
+        head = f"{remote.owner}:{head_ref}"
+        pulls = list(gh_repo.get_pulls(state="all", head=head))
+        searched = remote.slug
+        if not pulls:
+            # a fork's branch: its PR is opened on the repository it was forked from
+            parent = gh_repo.parent if gh_repo.fork else None
+            if parent is not None:
+                pulls = list(parent.get_pulls(state="all", head=head))
+                searched = f"{remote.slug} or {parent.full_name}, the repository it is a fork of"
         if not pulls:
             raise MemexError(
-                f"no pull request for branch {head_ref} on {remote.slug} — push and open one: "
+                f"no pull request for branch {head_ref} on {searched} — push and open one: "
                 f"git push -u {remote_name} {head_ref} && gh pr create --head {head_ref}"
             )
         pull = max(pulls, key=_newest)
