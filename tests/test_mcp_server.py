@@ -260,6 +260,12 @@ def test_every_request_over_the_wire_gets_an_answer(git_repo: Path, data_root: P
              '{"query":"cache warms \\udc00","scope":"personal"}}}')
         found = answer()
         assert found["id"] == 5 and [h["id"] for h in found["result"]["structuredContent"]["hits"]] == [saved.stem]
+        send('{"jsonrpc":"2.0",\r"id":6,"method":"ping"}')  # a bare CR is JSON whitespace, not a line end
+        assert answer() == {"jsonrpc": "2.0", "id": 6, "result": {}}
+        send('{"jsonrpc":"2.0","id":"r\\ud83d","method":"ping"}')  # an id no answer can carry: the SDK died on it
+        assert answer()["id"] is None
+        send('{"jsonrpc":"2.0","id":7,"method":"ping"}')
+        assert answer() == {"jsonrpc": "2.0", "id": 7, "result": {}}
     finally:
         proc.stdin.close()  # the server ends on EOF
         proc.wait(timeout=30)

@@ -5,6 +5,7 @@ test_mcp_server.test_every_request_over_the_wire_gets_an_answer."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from openmemex.server.wire import INVALID_REQUEST, PARSE_ERROR, screen
 
@@ -39,13 +40,14 @@ def test_an_invalid_request_is_answered_under_its_id() -> None:
 
 def test_what_is_no_request_gets_null_or_nothing() -> None:
     for line, code in (("hello", PARSE_ERROR), ('{"jsonrpc":"2.0","id":9,"method":"ping"', PARSE_ERROR),
-                       ("[1, 2]", INVALID_REQUEST), ("42", INVALID_REQUEST)):  # fmt: skip
+                       ("[1, 2]", INVALID_REQUEST), ("42", INVALID_REQUEST),
+                       ('{"jsonrpc": "2.0", "id": [1], "method": 5}', INVALID_REQUEST)):  # fmt: skip
         fate = screen(line)
         assert fate.forward is None and fate.reply is not None
         assert fate.reply["id"] is None and fate.reply["error"]["code"] == code
+        written(fate.reply)
     for quiet in ('{"jsonrpc": "2.0", "method": "notifications/x", "params": 5}',  # a notification: nothing waits
                   '{"jsonrpc": "2.0", "id": 4, "result": 1, "error": 2}',  # a broken response: never answered
-                  '{"jsonrpc": "2.0", "id": [1], "method": 5}',  # no usable id, no valid method
                   "   \n"):  # fmt: skip
         fate = screen(quiet)
         assert fate.forward is None and fate.reply is None
@@ -57,3 +59,53 @@ def test_warnings_never_repeat_the_line() -> None:
     for line in (f'{{"id": 1, "method": "{secret}"}}', f"not json {secret}", CALL % f'"{secret} \\ud800"'):
         fate = screen(line)
         assert fate.warning and secret not in fate.warning
+
+
+def written(reply: dict[str, Any]) -> str:
+    """The reply as the SDK's stdout writer serializes it (it must not raise: a reply it
+    cannot write ends the server)."""
+    from mcp_types import jsonrpc_message_adapter
+
+    message = jsonrpc_message_adapter.validate_python(reply, by_name=False)
+    return str(message.model_dump_json(by_alias=True, exclude_unset=True))
+
+
+def test_an_id_that_cannot_come_back_is_answered_with_null() -> None:
+    """A request whose id is no integer or string (the SDK takes it for a notification and
+    answers nothing), or a string the answer cannot carry (a lone surrogate: the SDK cannot
+    write it, and a mended id would match no request), gets Invalid Request with id null."""
+    for request_id in ("1.5", "true", "null", '{"a": 1}', '"\\ud83d"', '"r\\ud83d"'):
+        for method in ('"ping"', '"tools/list"', "5"):
+            fate = screen(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": {method}}}')
+            assert fate.forward is None and fate.reply is not None, (request_id, method)
+            assert fate.reply["id"] is None and fate.reply["error"]["code"] == INVALID_REQUEST
+            assert json.loads(written(fate.reply))["id"] is None
+
+
+def test_a_request_without_a_method_is_answered_under_its_id() -> None:
+    for line, request_id in (('{"jsonrpc": "2.0", "id": 11}', 11), ('{"jsonrpc": "2.0", "id": "x", "params": {}}', "x")):
+        fate = screen(line)
+        assert fate.reply is not None and fate.reply["id"] == request_id
+        assert fate.reply["error"]["code"] == INVALID_REQUEST and "method" in fate.reply["error"]["message"]
+
+
+def test_nesting_too_deep_is_answered_not_fatal() -> None:
+    fate = screen("[" * 100_000)
+    assert fate.reply is not None and fate.reply["error"]["code"] == PARSE_ERROR and fate.reply["id"] is None
+    for depth in (300, 500, 5_000):
+        deep = "[" * depth + "\"\\ud83d\"" + "]" * depth
+        fate = screen(CALL.replace('{"query":%s}', '{"query": "x", "deep": %s}') % deep)
+        assert fate.reply is not None, depth
+        if depth < 1_000:  # read by Python, refused by the SDK: answered under its id
+            assert fate.reply["id"] == 7 and fate.reply["error"]["code"] == INVALID_REQUEST
+            assert "recursion" in fate.reply["error"]["message"], fate.reply
+        else:  # past what Python reads: no id to answer under
+            assert fate.reply["id"] is None and fate.reply["error"]["message"] == "Parse error: nested too deeply"
+
+
+def test_a_string_id_in_a_warning_is_masked_and_short() -> None:
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    for request_id in (secret, "x" * 5_000, "esc\\u001b[31m"):
+        fate = screen(json.dumps({"jsonrpc": "2.0", "id": json.loads(f'"{request_id}"'), "method": "ping", "params": 3}))
+        assert fate.reply is not None and secret not in fate.warning and len(fate.warning) < 300
+        assert "\x1b" not in fate.warning

@@ -9,9 +9,10 @@ that sent it waits until its own timeout (minutes, for an agent's tool call). Li
   it becomes U+FFFD, as the SDK already does with bytes that are not UTF-8, and the request
   goes on;
 - a request that still is not valid JSON-RPC is answered with JSON-RPC's Invalid Request
-  error under its own id; a line that is not JSON at all with Parse error (id null, as the
-  JSON-RPC spec says); an invalid notification or response is only logged (nothing waits
-  for it).
+  error under its own id; one whose id no answer can carry (not an integer or a string, or
+  a string with a lone surrogate) under id null, as is a line that is not JSON at all
+  (Parse error); an invalid notification or response is only logged (nothing waits for it).
+- only a line feed ends a line (a bare CR is JSON whitespace).
 
 Replies go through the SDK's write stream, never straight to stdout (two writers would tear
 frames). Logs name what was wrong, never the line's content (it may hold a secret).
@@ -65,24 +66,64 @@ def _mended(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
-def _valid(text: str) -> bool:
+def _problem(text: str, kind: str = "JSONRPCRequest") -> tuple[Any, str]:
+    """(the SDK's message, "") when the SDK accepts ``text``, else (None, why not): the
+    first reason pydantic gives for a message of ``kind``, without the input."""
     from mcp_types import jsonrpc_message_adapter
     from pydantic import ValidationError
 
     try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValidationError:
-        return False
-    return True
+        return jsonrpc_message_adapter.validate_json(text, by_name=False), ""
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        mine = [e for e in errors if e["loc"][:1] == (kind,)] or errors
+        first = mine[0] if mine else {"loc": (), "msg": "not a JSON-RPC 2.0 message"}
+        where = ".".join(str(part) for part in first["loc"][1:])
+        return None, _cut(f"{where}: {first['msg']}" if where else str(first["msg"]))
+
+
+def _cut(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def _request_id(message: Any) -> int | str | None:
-    found = message.get("id") if isinstance(message, dict) else None
-    return found if isinstance(found, (int, str)) and not isinstance(found, bool) else None
+def _usable_id(value: Any) -> bool:
+    """An id the answer can carry back: an integer or a string that is valid Unicode (the
+    SDK cannot write a lone surrogate, and a mended id would match no request)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, str) and _LONE.search(value) is None)
+
+
+def _bad_id() -> Screened:
+    return Screened(reply=_error(None, INVALID_REQUEST, BAD_ID),
+                    warning="a request whose id is no string or integer was answered with Invalid Request")
+
+
+BAD_ID = "Invalid Request: the id must be an integer or a string of valid Unicode"
+
+
+def _shown(request_id: Any) -> str:
+    """The id as a log line may show it: masked if it looks like a secret, cut, escaped."""
+    if isinstance(request_id, int):
+        return str(request_id)
+    from ..redact import redact
+    from ..terminal import safe
+
+    return safe(json.dumps(_cut(redact(request_id).text, 40), ensure_ascii=False))
+
+
+def _parsed(text: str) -> tuple[Any, str]:
+    """(the JSON value, "") or (None, why it is not JSON)."""
+    try:
+        return json.loads(text), ""
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:
+        return None, str(exc.args[0] if exc.args else exc)
 
 
 def screen(line: str) -> Screened:
@@ -90,32 +131,43 @@ def screen(line: str) -> Screened:
     text = line.strip()
     if not text:
         return Screened()
-    if _valid(text):
+    accepted, why = _problem(text)
+    if accepted is not None:
+        # the SDK takes a request whose id is no string or integer for a notification (it
+        # ignores the id), so nothing would answer it
+        if type(accepted).__name__ == "JSONRPCNotification" and '"id"' in text:
+            message, _ = _parsed(text)
+            if isinstance(message, dict) and "id" in message:
+                return _bad_id()
         return Screened(forward=line)
-    try:
-        message = json.loads(text)
-    except ValueError as exc:
-        return Screened(reply=_error(None, PARSE_ERROR, f"Parse error: {exc.args[0] if exc.args else exc}"),
-                        warning=f"a line of {len(text)} characters that is not JSON was answered with a parse error")  # fmt: skip
-    request_id = _request_id(message)
-    kind = "notification" if isinstance(message, dict) and "method" in message else "message"
-    named = f"request {json.dumps(request_id)}" if request_id is not None else f"a {kind}"
-    mended, count = _mended(message)
-    if count:
-        again = json.dumps(mended, ensure_ascii=False)
-        if _valid(again):
-            return Screened(forward=again + "\n",
-                            warning=f"{named}: {count} lone UTF-16 surrogate(s) replaced by U+FFFD")  # fmt: skip
-    if not isinstance(message, dict) or "method" not in message:
-        if isinstance(message, dict) and ("result" in message or "error" in message):
-            return Screened(warning=f"{named}: an invalid JSON-RPC response was dropped")
+    message, not_json = _parsed(text)
+    if not_json:
+        return Screened(reply=_error(None, PARSE_ERROR, f"Parse error: {not_json}"),
+                        warning=f"a line of {len(text)} characters JSON could not read ({_cut(not_json, 80)}) was answered with a parse error")  # fmt: skip
+    if not isinstance(message, dict):
         return Screened(reply=_error(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"),
                         warning="a JSON value that is no JSON-RPC message was answered with Invalid Request")  # fmt: skip
-    if request_id is None:
-        return Screened(warning="an invalid JSON-RPC notification was dropped (nothing waits for an answer)")
-    why = 'Invalid Request: not a valid JSON-RPC 2.0 request (it needs "jsonrpc": "2.0", a string method and object params)'
-    return Screened(reply=_error(request_id, INVALID_REQUEST, why),
-                    warning=f"{named}: invalid JSON-RPC, answered with Invalid Request")  # fmt: skip
+    if "method" not in message and ("result" in message or "error" in message):
+        return Screened(warning="an invalid JSON-RPC response was dropped (nothing waits for an answer)")
+    has_id = "id" in message
+    request_id = message.get("id")
+    if has_id and not _usable_id(request_id):
+        return _bad_id()
+    named = f"request {_shown(request_id)}" if has_id else "a notification"
+    try:
+        mended, count = _mended(message)
+    except RecursionError:
+        mended, count = message, 0
+    if count:
+        again = json.dumps(mended, ensure_ascii=False)
+        accepted, why = _problem(again)
+        if accepted is not None:
+            return Screened(forward=again + "\n", warning=f"{named}: {count} lone UTF-16 surrogate(s) replaced by U+FFFD")
+    if not has_id:
+        _, why = _problem(text, "JSONRPCNotification")
+        return Screened(warning=f"an invalid JSON-RPC notification was dropped (nothing waits for an answer): {why}")
+    return Screened(reply=_error(request_id, INVALID_REQUEST, f"Invalid Request: {why}"),
+                    warning=f"{named}: invalid JSON-RPC ({why}), answered with Invalid Request")
 
 
 class ScreenedLines:
@@ -187,7 +239,9 @@ async def serve_stdio(server: Any) -> None:
 
     raw, restore = claim_stdin()
     try:
-        lines = ScreenedLines(anyio.wrap_file(TextIOWrapper(raw, encoding="utf-8", errors="replace")))
+        # newline="\n": a bare CR is JSON whitespace, not the end of a message
+        text = TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
+        lines = ScreenedLines(anyio.wrap_file(text))
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             lines.attach(write_stream)
             low = server._lowlevel_server
