@@ -280,6 +280,54 @@ def test_every_request_over_the_wire_gets_an_answer(git_repo: Path, data_root: P
     assert SECRET not in warnings and "Traceback" not in warnings
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open(git_repo: Path, data_root: Path) -> None:
+    """The SDK read stdin on a worker thread a cancellation waits for: Ctrl-C did nothing
+    until the client closed stdin. Now it ends the server at once, exit 130 (docs/cli.md)."""
+    import signal
+    import time
+
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
+    proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=git_repo, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode()
+            + b"\n")  # fmt: skip
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 130  # stdin is still open
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+
+def test_requests_piped_in_are_all_answered_before_the_end(git_repo: Path, data_root: Path) -> None:
+    """End of input ends the session and the SDK cancels what still runs: the requests read
+    before it are answered first (``printf … | open-memex mcp``), then the server exits 0."""
+    requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_add", "arguments": {
+                    "content": "sigma: piped in and saved before the end of input", "scope": "personal"}}},
+                {"jsonrpc": "2.0", "id": 4, "method": "ping"}]  # fmt: skip
+    piped = "".join(json.dumps(r) + "\n" for r in requests).encode() + b'{"jsonrpc":"2.0","id":5,"method":"ping"}'
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
+    done = subprocess.run([sys.executable, "-m", "openmemex", "mcp"], cwd=git_repo, env=env, input=piped,
+                          capture_output=True, timeout=60, check=False)  # fmt: skip
+    answers = {json.loads(line)["id"]: json.loads(line) for line in done.stdout.splitlines()}
+    assert sorted(answers) == [1, 2, 3, 4, 5] and done.returncode == 0, done.stderr.decode()
+    assert all("result" in a for a in answers.values()), answers[3]
+    assert len(answers[2]["result"]["tools"]) == 11 and not answers[3]["result"]["isError"]
+
+
 class _AnyText(str):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, str) and bool(other)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openmemex.server.wire import INVALID_REQUEST, PARSE_ERROR, screen
+from openmemex.server.wire import INVALID_REQUEST, PARSE_ERROR, lines_of, screen
 
 CALL = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":%s}}}'
 
@@ -109,3 +109,28 @@ def test_a_string_id_in_a_warning_is_masked_and_short() -> None:
         fate = screen(json.dumps({"jsonrpc": "2.0", "id": json.loads(f'"{request_id}"'), "method": "ping", "params": 3}))
         assert fate.reply is not None and secret not in fate.warning and len(fate.warning) < 300
         assert "\x1b" not in fate.warning
+
+
+def test_lines_as_the_transport_reads_them() -> None:
+    """Only a line feed ends a line; a chunk may end inside a character; bytes that are not
+    UTF-8 become U+FFFD; the last line may lack its newline."""
+    data = '{"a":\r1}\r\n{"b":"é€😀"}\n\n'.encode() + b'{"c":"\xff"}\nlast'
+    expected = ['{"a":\r1}\r\n', '{"b":"é€😀"}\n', "\n", '{"c":"\ufffd"}\n', "last"]
+    for size in (1, 2, 3, 7, len(data)):
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        assert list(lines_of(chunks)) == expected, size
+    assert list(lines_of([])) == [] and list(lines_of([b"", b"x\n"])) == ["x\n"]
+
+
+def test_what_the_sdk_owes_an_answer() -> None:
+    """A forwarded request is owed an answer (the server waits for it at end of input); a
+    cancellation withdraws one (the spec: a cancelled request is never answered)."""
+    request = screen(CALL % '"x"')
+    assert (request.asked, request.withdrawn) == (7, None)
+    cancel = screen('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1"}}')
+    assert cancel.forward is not None and (cancel.asked, cancel.withdrawn) == (None, "r1")
+    mended = screen('{"jsonrpc":"2.0","id":"m","method":"ping","params":{"a":"\\ud800"}}')
+    assert mended.forward is not None and mended.asked == "m"
+    for quiet in ('{"jsonrpc":"2.0","method":"notifications/initialized"}', '{"jsonrpc":"2.0","id":3,"result":{}}'):
+        fate = screen(quiet)
+        assert fate.forward is not None and (fate.asked, fate.withdrawn) == (None, None)

@@ -417,9 +417,7 @@ def serve(cwd: Path | None = None) -> int:
 
         from .wire import serve_stdio
 
-        anyio.run(serve_stdio, server)
-    except KeyboardInterrupt:
-        pass
+        anyio.run(serve_stdio, server)  # Ctrl-C: the CLI's "interrupted", exit 130
     finally:
         session.close()
     return 0

@@ -24,12 +24,12 @@ import json
 import logging
 import os
 import re
-import sys
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from io import TextIOWrapper
-from typing import Any, BinaryIO
+from typing import Any
 
 log = logging.getLogger("open-memex.mcp")
 
@@ -45,6 +45,21 @@ class Screened:
     forward: str | None = None
     reply: dict[str, Any] | None = None  # a JSON-RPC error response
     warning: str = ""
+    asked: int | str | None = None  # the id of a forwarded request: the SDK owes it an answer
+    withdrawn: int | str | None = None  # the id a forwarded notifications/cancelled releases
+
+
+def _owed(message: Any) -> tuple[int | str | None, int | str | None]:
+    """(the id a request waits on, the id a cancellation withdraws) of a message the SDK
+    accepted, as a model or as the dict it was read from."""
+    get = message.get if isinstance(message, dict) else lambda key, default=None: getattr(message, key, default)
+    method, request_id, params = get("method"), get("id"), get("params")
+    if method is None:
+        return None, None
+    if request_id is not None and _usable_id(request_id):
+        return request_id, None
+    withdrawn = params.get("requestId") if method == "notifications/cancelled" and isinstance(params, dict) else None
+    return None, withdrawn if _usable_id(withdrawn) else None
 
 
 def _mended(value: Any) -> tuple[Any, int]:
@@ -139,7 +154,8 @@ def screen(line: str) -> Screened:
             message, _ = _parsed(text)
             if isinstance(message, dict) and "id" in message:
                 return _bad_id()
-        return Screened(forward=line)
+        asked, withdrawn = _owed(accepted)
+        return Screened(forward=line, asked=asked, withdrawn=withdrawn)
     message, not_json = _parsed(text)
     if not_json:
         return Screened(reply=_error(None, PARSE_ERROR, f"Parse error: {not_json}"),
@@ -162,7 +178,9 @@ def screen(line: str) -> Screened:
         again = json.dumps(mended, ensure_ascii=False)
         accepted, why = _problem(again)
         if accepted is not None:
-            return Screened(forward=again + "\n", warning=f"{named}: {count} lone UTF-16 surrogate(s) replaced by U+FFFD")
+            asked, withdrawn = _owed(mended)
+            return Screened(forward=again + "\n", warning=f"{named}: {count} lone UTF-16 surrogate(s) replaced by U+FFFD",
+                            asked=asked, withdrawn=withdrawn)  # fmt: skip
     if not has_id:
         _, why = _problem(text, "JSONRPCNotification")
         return Screened(warning=f"an invalid JSON-RPC notification was dropped (nothing waits for an answer): {why}")
@@ -172,39 +190,134 @@ def screen(line: str) -> Screened:
 
 class ScreenedLines:
     """The lines ``stdio_server`` reads, screened; answers go out once ``replies`` is set
-    (the SDK's write stream exists only after the transport started reading)."""
+    (the SDK's write stream exists only after the transport started reading).
 
-    def __init__(self, lines: Any) -> None:
+    A daemon thread reads the descriptor (``os.read``: no buffered object whose lock a
+    thread killed at exit could hold) and hands each line to the event loop. The SDK reads
+    stdin on a worker thread that a cancellation must wait for, so Ctrl-C did nothing until
+    the client closed stdin; a blocked read here holds up neither Ctrl-C nor the exit."""
+
+    def __init__(self, fd: int) -> None:
         import anyio
 
-        self._lines = lines
+        self._fd = fd
         self._ready = anyio.Event()
         self._replies: Any = None
+        self._owed: Counter[int | str] = Counter()
 
     def attach(self, replies: Any) -> None:
         self._replies = replies
         self._ready.set()
 
+    def answered(self, request_id: Any) -> None:
+        """The SDK wrote the answer to ``request_id`` (``Answers``)."""
+        if self._owed.get(request_id):
+            self._owed[request_id] -= 1
+            if not self._owed[request_id]:
+                del self._owed[request_id]
+
     def __aiter__(self) -> AsyncIterator[str]:
         return self._screened()
 
     async def _screened(self) -> AsyncIterator[str]:
+        import anyio
         from mcp.shared.message import SessionMessage
         from mcp_types import jsonrpc_message_adapter
 
-        async for line in self._lines:
-            fate = screen(line)
-            if fate.warning:
-                log.warning("%s", fate.warning)
-            if fate.reply is not None:
-                await self._ready.wait()
-                answer = jsonrpc_message_adapter.validate_python(fate.reply, by_name=False)
-                await self._replies.send(SessionMessage(answer))
-            if fate.forward is not None:
-                yield fate.forward
+        send, receive = anyio.create_memory_object_stream[str](16)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=_pump, args=(self._fd, send, token), name="open-memex-stdin", daemon=True).start()
+        async with receive:
+            async for line in receive:
+                fate = screen(line)
+                if fate.warning:
+                    log.warning("%s", fate.warning)
+                if fate.reply is not None:
+                    await self._ready.wait()
+                    answer = jsonrpc_message_adapter.validate_python(fate.reply, by_name=False)
+                    await self._replies.send(SessionMessage(answer))
+                if fate.forward is not None:
+                    if fate.asked is not None:
+                        self._owed[fate.asked] += 1
+                    if fate.withdrawn is not None:
+                        self.answered(fate.withdrawn)  # the spec: a cancelled request is never answered
+                    yield fate.forward
+        # End of input ends the session, and the SDK cancels what is still running: the
+        # requests already read are answered first (``printf … | open-memex mcp`` gets its
+        # answers), for a while at most, as a client that closed stdin is shutting down.
+        with anyio.move_on_after(EOF_GRACE):
+            while self._owed:
+                await anyio.sleep(0.005)
 
 
-def claim_stdin() -> tuple[BinaryIO, Callable[[], None]]:
+EOF_GRACE = 10.0  # seconds the requests read before end of input may take to be answered
+
+
+class Answers:
+    """The SDK's write stream, noting each answer it carries (``ScreenedLines.answered``)."""
+
+    def __init__(self, stream: Any, lines: ScreenedLines) -> None:
+        self._stream = stream
+        self._lines = lines
+
+    async def send(self, item: Any) -> None:
+        await self._stream.send(item)
+        message = getattr(item, "message", None)
+        if type(message).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+            self._lines.answered(getattr(message, "id", None))
+
+    async def __aenter__(self) -> Answers:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def lines_of(chunks: Iterable[bytes]) -> Iterator[str]:
+    """Text lines as the transport reads them: only a line feed ends one (a bare CR is JSON
+    whitespace), bytes that are not UTF-8 become U+FFFD, a last line may lack its newline."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        for line in whole:
+            yield line.decode("utf-8", errors="replace") + "\n"
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
+
+
+def _chunks(fd: int) -> Iterator[bytes]:
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
+
+
+def _pump(fd: int, send: Any, token: Any) -> None:
+    """The reader thread: each line to the event loop, then the end of input; stops quietly
+    once the loop is gone (the server is shutting down)."""
+    import anyio
+
+    try:
+        with suppress(Exception):  # the loop finished or the stream was closed: nobody reads any more
+            for line in lines_of(_chunks(fd)):
+                anyio.from_thread.run(send.send, line, token=token)
+    finally:
+        with suppress(Exception):
+            anyio.from_thread.run_sync(send.close, token=token)
+
+
+def claim_stdin() -> tuple[int, Callable[[], None]]:
     """The protocol's stdin on a private descriptor while fd 0 reads the null device (a
     child process that read its stdin would otherwise eat requests), and the function that
     puts it back. Where descriptors cannot be moved, stdin is served in place."""
@@ -213,7 +326,7 @@ def claim_stdin() -> tuple[BinaryIO, Callable[[], None]]:
 
         private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     except (ImportError, OSError):
-        return sys.stdin.buffer, lambda: None
+        return 0, lambda: None
     try:
         null = os.open(os.devnull, os.O_RDONLY)
         try:
@@ -222,29 +335,26 @@ def claim_stdin() -> tuple[BinaryIO, Callable[[], None]]:
             os.close(null)
     except OSError:
         os.close(private)
-        return sys.stdin.buffer, lambda: None
+        return 0, lambda: None
 
     def restore() -> None:
         with suppress(OSError):
             os.dup2(private, 0)
 
-    # closefd=False: a reader thread may still block on it after the transport ends
-    return os.fdopen(private, "rb", closefd=False), restore
+    # never closed: the reader thread may still block on it after the transport ends
+    return private, restore
 
 
 async def serve_stdio(server: Any) -> None:
     """``MCPServer.run_stdio_async`` with stdin screened (the SDK reads what we pass)."""
-    import anyio
     from mcp.server.stdio import stdio_server
 
-    raw, restore = claim_stdin()
+    fd, restore = claim_stdin()
     try:
-        # newline="\n": a bare CR is JSON whitespace, not the end of a message
-        text = TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
-        lines = ScreenedLines(anyio.wrap_file(text))
+        lines = ScreenedLines(fd)
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             lines.attach(write_stream)
             low = server._lowlevel_server
-            await low.run(read_stream, write_stream, low.create_initialization_options())
+            await low.run(read_stream, Answers(write_stream, lines), low.create_initialization_options())
     finally:
         restore()
