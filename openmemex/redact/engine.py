@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
+from itertools import pairwise
 
 from openmemex.redact import (
     allow,
@@ -99,7 +100,30 @@ def _token(text: str, pos: int, trigger: prefilter.TokenTrigger, out: list[Candi
     value = m.group("s")
     if is_masked(value) or allow.entropy(value) < rule.entropy or (rule.check is not None and not rule.check(value)):
         return
-    out.append((m.start("s"), m.end("s"), SPECIFIC, rule.id))
+    start, end = m.start("s"), m.end("s")
+    if _glued(text, start, end) and not random_past_keyword(value, rule.keywords):
+        return
+    out.append((start, end, SPECIFIC, rule.id))
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """Whether a name runs into the token (``CI_TOKEN_ghp_…``, ``ghp_…-old``)."""
+    return (start > 0 and text[start - 1] in "_-") or (end < len(text) and text[end] in "_-")
+
+
+def random_past_keyword(value: str, keywords: tuple[str, ...]) -> bool:
+    """GLUED_NEEDS: a glued token looks random past its keyword — a digit, or (a format of
+    letters only) three places where two capitals meet. Provider tokens are random (36
+    random letters and digits lack a digit once in 600); names built of words are not
+    (``deploy-glpat-token-expiry-job``, ``run_npm_installWithFrozenLockfile``)."""
+    low = value.lower()
+    body = value[max((len(k) for k in keywords if low.startswith(k)), default=4) :]
+    if any(ch.isdigit() for ch in body):
+        return True
+    return sum(1 for a, b in pairwise(body) if a.isupper() and b.isupper()) >= 3
+
+
+GLUED_NEEDS = "a digit, or three pairs of adjacent capitals, past the keyword"
 
 
 def _candidates(text: str, low: str) -> list[Candidate]:
@@ -193,6 +217,7 @@ def _select(text: str, low: str, candidates: list[Candidate], allowlist: Callabl
                 continue
             taken.append((start, end))
             chosen.append((start, end, rule))
+    chosen = _widened(text, candidates, chosen, allowed, allowlist)
     chosen.sort()
     findings: list[Finding] = []
     line, line_pos, line_start = 1, 0, 0
@@ -204,6 +229,23 @@ def _select(text: str, low: str, candidates: list[Candidate], allowlist: Callabl
         line_pos = start
         findings.append(Finding(rule, start, end, line, start - line_start + 1))
     return findings
+
+
+def _widened(text: str, candidates: list[Candidate], chosen: list[tuple[int, int, str]],
+             allowed: list[tuple[int, int]], allowlist: Callable[[str], bool] | None) -> list[tuple[int, int, str]]:  # fmt: skip
+    """A value given to a credential name that holds a provider token (``DB_PASSWORD=
+    Zq8!vT2#pL-AKIA…``, a URL password ``Rg7xQ2mZ-ghp_…``) is masked whole, as it is when it
+    holds none: the token's finding grows to the value and keeps its rule id."""
+    for gs, ge, _, _ in sorted((c for c in candidates if c[2] == GENERIC_TIER), key=lambda c: c[0] - c[1]):
+        inside = [f for f in chosen if gs <= f[0] and f[1] <= ge]
+        if not inside or any(f[0] == gs and f[1] == ge for f in inside):
+            continue
+        if any(f not in inside and f[0] < ge and gs < f[1] for f in chosen):
+            continue  # it would overlap another finding
+        if any(a <= gs <= b for a, b in allowed) or (allowlist is not None and allowlist(text[gs:ge])):
+            continue
+        chosen = [f for f in chosen if f not in inside] + [(gs, ge, min(inside)[2])]
+    return chosen
 
 
 def find_secrets(text: str, user_patterns: Sequence[str] = (), *, allowlist: Sequence[str] = ()) -> list[Finding]:

@@ -72,17 +72,33 @@ class ContextRule:
 
 def token(rule_id: str, family: str, prefix: str, body: str, *, keywords: tuple[str, ...] | None = None,
           entropy: float = 0.0, right: str = RIGHT, check: Callable[[str], bool] | None = None,
-          glued: bool | None = None) -> TokenRule:  # fmt: skip
+          glued: bool | None = None, glued_when: str = "") -> TokenRule:  # fmt: skip
     """A token that starts with ``prefix`` (a literal unless ``keywords`` are given).
-    ``glued``: found after ``_`` or ``-`` too (``GLUED``); by default when every keyword
-    has four characters or more."""
+    ``glued``: found after ``_`` or ``-`` too (``GLUED``), and before them when the body
+    holds neither; by default when every keyword has four characters or more.
+    ``glued_when``: glued only when the token starts so (``sk-proj-`` but not ``sk-``).
+    A glued match must show a digit past its keyword (``engine.GLUED_NEEDS``)."""
     literal = keywords is None
     source = re.escape(prefix) if literal else prefix
     words = (prefix.lower(),) if keywords is None else keywords
     if glued is None:
         glued = min(len(w) for w in words) >= 4
     left = GLUED if glued else LEFT
+    if glued_when:
+        left = f"(?:{GLUED}(?={glued_when})|{LEFT})"
+    if (glued or glued_when) and right == RIGHT and not _admits_separator(body):
+        right = RIGHT_ALNUM  # the body cannot run on into a _ or - after it: a name may
     return TokenRule(rule_id, family, words, f"{left}(?P<s>{source}{body}){right}", 0, entropy, check, True)
+
+
+_CLASS = re.compile(r"\[(?:\\.|[^\]])*\]")
+
+
+def _admits_separator(body: str) -> bool:
+    """Whether ``body`` can hold a ``_`` or ``-`` (in a character class or as a literal)."""
+    if "_" in _CLASS.sub("", body) or "-" in _CLASS.sub("", body):
+        return True
+    return any(re.fullmatch(c, "_") or re.fullmatch(c, "-") for c in _CLASS.findall(body))
 
 
 def inner(rule_id: str, family: str, keywords: tuple[str, ...], pattern: str, back: int, *,
