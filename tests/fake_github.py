@@ -235,6 +235,10 @@ class FakeGitHub:
             body["fork"] = parent is not None
             if parent is not None:
                 body["parent"] = _repo_json(base, *parent)
+                root = parent
+                while (up := self.parents.get((root[0].lower(), root[1].lower()))) is not None:
+                    root = up
+                body["source"] = _repo_json(base, *root)
             return 200, body, {}
         if rest == ["pulls"]:
             state = (query.get("state") or ["open"])[0]

@@ -531,6 +531,60 @@ def test_a_fork_finds_its_pull_request_on_the_parent(repo: Path, fake: FakeGitHu
                                       "repository it is a fork of — push and open one:")  # fmt: skip
 
 
+def _fork_origin(repo: Path) -> None:
+    git("remote", "set-url", "origin", "https://github.com/me/widgets.git", cwd=repo)
+    git("config", f"branch.{BRANCH}.remote", "origin", cwd=repo)
+    git("config", f"branch.{BRANCH}.merge", f"refs/heads/{BRANCH}", cwd=repo)
+
+
+def test_the_upstream_pr_wins_over_a_stale_one_in_the_fork(repo: Path, fake: FakeGitHub, token: str) -> None:
+    memory = make_memory(repo)
+    commit_all(repo)
+    _fork_origin(repo)
+    fake.add_repo("me", "widgets", parent=("acme", "widgets"))
+    fake.add_pull("me", "widgets", BRANCH, number=3, state="closed", created_at="2026-09-03T08:00:00Z")  # by mistake
+    fake.add_pull("acme", "widgets", BRANCH, head_owner="me", number=41, files=[rel(memory)],
+                  merged_at="2026-09-02T09:00:00Z", merged_by="alice", created_at="2026-09-01T09:00:00Z",
+                  reviews=[FakeReview("alice", "APPROVED")])  # fmt: skip
+    report = run(fake.base_url)
+    assert report.pr is not None and report.pr.number == 41 and report.pr.merged
+
+
+def test_a_fork_of_a_fork_finds_the_pr_on_the_network_root(repo: Path, fake: FakeGitHub, token: str) -> None:
+    memory = make_memory(repo)
+    commit_all(repo)
+    _fork_origin(repo)
+    fake.add_repo("mid", "widgets", parent=("acme", "widgets"))
+    fake.add_repo("me", "widgets", parent=("mid", "widgets"))
+    fake.add_pull("acme", "widgets", BRANCH, head_owner="me", number=41, files=[rel(memory)],
+                  reviews=[FakeReview("alice", "APPROVED")])  # fmt: skip
+    report = run(fake.base_url)
+    assert report.pr is not None and report.pr.number == 41
+    fake.pulls.clear()
+    with pytest.raises(MemexError) as info:
+        run(fake.base_url)
+    assert "on me/widgets or mid/widgets or acme/widgets, the repositories it is a fork of —" in str(info.value)
+
+
+def test_an_unreadable_parent_is_named_not_the_fork(repo: Path, fake: FakeGitHub, token: str) -> None:
+    """A fine-grained token that covers the fork only: the parent answers 404. With no PR in
+    the fork that is the error, naming the parent; a PR in the fork is still found."""
+    memory = make_memory(repo)
+    commit_all(repo)
+    _fork_origin(repo)
+    fake.add_repo("me", "widgets", parent=("acme", "widgets"))
+    fake.repos.discard(("acme", "widgets"))  # the parent's endpoints now answer 404
+    with pytest.raises(MemexError) as info:
+        run(fake.base_url)
+    message = str(info.value)
+    assert "acme/widgets, which it is a fork of, could not be read (404)" in message
+    assert "me/widgets was not found" not in message and "\n" not in message
+    fake.add_pull("me", "widgets", BRANCH, number=5, files=[rel(memory)], reviews=[FakeReview("alice", "APPROVED")])
+    fake.repos.discard(("acme", "widgets"))
+    report = run(fake.base_url)
+    assert report.pr is not None and report.pr.number == 5
+
+
 def test_config_api_url_reaches_enterprise_path(repo: Path, fake: FakeGitHub, token: str, data_root: Path) -> None:
     memory = make_memory(repo)
     commit_all(repo)
@@ -538,7 +592,7 @@ def test_config_api_url_reaches_enterprise_path(repo: Path, fake: FakeGitHub, to
     set_value(paths.config_path(data_root), "github.apiUrl", fake.enterprise_url + "/")
     report = run(None, apply=True)
     assert report.api_url == fake.enterprise_url
-    assert fake.paths() and all(p.startswith("/api/v3/repos/acme/widgets/pulls") for p in fake.paths())
+    assert fake.paths() and all(p.startswith("/api/v3/repos/acme/widgets") for p in fake.paths())  # a fork? then the PRs
     assert report.pr.url.startswith(fake.enterprise_url + "/acme/widgets/pull/")
     assert disk(repo, memory).approved_by == "alice"
 

@@ -419,16 +419,28 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
         gh_repo = client.get_repo(remote.slug)
         head = f"{remote.owner}:{head_ref}"
         pulls = list(gh_repo.get_pulls(state="all", head=head))
-        searched = remote.slug
+        searched = [remote.slug]
+        # a fork's branch: its PR of record is on the repository it was forked from (or the
+        # network's root), and wins over one opened against the fork itself
+        upstream: list[Any] = []
+        unreadable = ""
+        for up in _upstreams(gh_repo):
+            try:
+                upstream += list(up.get_pulls(state="all", head=head))
+                searched.append(up.full_name)
+            except github.RateLimitExceededException:
+                raise
+            except github.GithubException as exc:
+                unreadable = unreadable or f"{up.full_name}, which it is a fork of, could not be read ({exc.status})"
+        pulls = upstream or pulls
         if not pulls:
-            # a fork's branch: its PR is opened on the repository it was forked from
-            parent = gh_repo.parent if gh_repo.fork else None
-            if parent is not None:
-                pulls = list(parent.get_pulls(state="all", head=head))
-                searched = f"{remote.slug} or {parent.full_name}, the repository it is a fork of"
-        if not pulls:
+            if unreadable:
+                raise MemexError(f"no pull request for branch {head_ref} on {remote.slug}, and {unreadable} at {api} — "
+                                 "check that the token can read it (a fine-grained token may cover the fork only)")  # fmt: skip
+            kind = {1: "", 2: ", the repository it is a fork of"}.get(len(searched), ", the repositories it is a fork of")
+            where = " or ".join(searched) + kind
             raise MemexError(
-                f"no pull request for branch {head_ref} on {searched} — push and open one: "
+                f"no pull request for branch {head_ref} on {where} — push and open one: "
                 f"git push -u {remote_name} {head_ref} && gh pr create --head {head_ref}"
             )
         pull = max(pulls, key=_newest)
@@ -477,6 +489,17 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
     finally:
         client.close()
     return info, files
+
+
+def _upstreams(gh_repo: Any) -> list[Any]:
+    """The repositories a fork was forked from: its parent and the network's root."""
+    if not gh_repo.fork:
+        return []
+    found: dict[str, Any] = {}
+    for up in (gh_repo.parent, gh_repo.source):
+        if up is not None:
+            found.setdefault(str(up.full_name).lower(), up)
+    return list(found.values())
 
 
 def _short(text: str, limit: int = 200) -> str:
