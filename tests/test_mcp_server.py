@@ -281,31 +281,43 @@ def test_every_request_over_the_wire_gets_an_answer(git_repo: Path, data_root: P
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open(git_repo: Path, data_root: Path) -> None:
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "requests in flight"])
+def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open(git_repo: Path, data_root: Path,
+                                                                   busy: bool) -> None:  # fmt: skip
     """The SDK read stdin on a worker thread a cancellation waits for: Ctrl-C did nothing
-    until the client closed stdin. Now it ends the server at once, exit 130 (docs/cli.md)."""
+    until the client closed stdin. Now it ends the server at once, exit 130 (docs/cli.md),
+    also with requests in flight (the SDK's tasks then failed on closed streams: exit 70)."""
     import signal
     import time
 
     env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
     proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=git_repo, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
-    assert proc.stdin is not None and proc.stdout is not None
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode()
             + b"\n")  # fmt: skip
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 1
-        time.sleep(0.2)
+        if busy:
+            proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n' + b"".join(
+                json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "memory_add",
+                            "arguments": {"content": f"tau {n}: in flight at Ctrl-C", "scope": "personal"}}}).encode()
+                + b"\n" for n in range(2, 40)))  # fmt: skip
+            proc.stdin.flush()
+            time.sleep(0.05)
+        else:
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 130  # stdin is still open
+        assert proc.wait(timeout=30) == 130  # stdin is still open
+        assert "internal error" not in proc.stderr.read().decode()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        proc.stdin.close()
-        proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
 
 
 def test_requests_piped_in_are_all_answered_before_the_end(git_repo: Path, data_root: Path) -> None:

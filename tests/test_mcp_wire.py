@@ -134,3 +134,28 @@ def test_what_the_sdk_owes_an_answer() -> None:
     for quiet in ('{"jsonrpc":"2.0","method":"notifications/initialized"}', '{"jsonrpc":"2.0","id":3,"result":{}}'):
         fate = screen(quiet)
         assert fate.forward is not None and (fate.asked, fate.withdrawn) == (None, None)
+
+
+def test_only_json_whitespace_is_taken_off_a_line() -> None:
+    """A form feed or a no-break space after the JSON is no JSON whitespace: the SDK refuses
+    the line as sent, so it is answered here (it was forwarded, dropped, and waited for)."""
+    for pad in ("\x0c", "\xa0", "\u2028"):
+        fate = screen('{"jsonrpc":"2.0","id":5,"method":"ping"}' + pad + "\n")
+        assert fate.forward is None and fate.reply is not None and fate.reply["error"]["code"] == PARSE_ERROR
+    assert screen(' \t{"jsonrpc":"2.0","id":5,"method":"ping"}\r\n').forward is not None
+
+
+def test_an_answer_settles_the_id_as_the_sdk_compares_ids() -> None:
+    """The SDK takes "7" and 7 for one id: a cancellation or an answer under either settles it."""
+    from openmemex.server.wire import ScreenedLines
+
+    async def check() -> None:
+        lines = ScreenedLines(-1)
+        lines._owed.update({"7": 1, "x": 2})
+        lines.answered(7)
+        lines.answered("x")
+        assert dict(lines._owed) == {"x": 1}
+
+    import anyio
+
+    anyio.run(check)

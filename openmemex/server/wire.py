@@ -24,7 +24,9 @@ import json
 import logging
 import os
 import re
+import signal
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import suppress
@@ -34,6 +36,7 @@ from typing import Any
 log = logging.getLogger("open-memex.mcp")
 
 _LONE = re.compile("[\ud800-\udfff]")  # json.loads joins a valid pair, so any left is alone
+_JSON_SPACE = " \t\r\n"
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
@@ -143,7 +146,7 @@ def _parsed(text: str) -> tuple[Any, str]:
 
 def screen(line: str) -> Screened:
     """Decide one stdin line's fate (the module docstring says which)."""
-    text = line.strip()
+    text = line.strip(_JSON_SPACE)  # what JSON allows around a value, no more: the SDK reads the line as sent
     if not text:
         return Screened()
     accepted, why = _problem(text)
@@ -203,7 +206,8 @@ class ScreenedLines:
         self._fd = fd
         self._ready = anyio.Event()
         self._replies: Any = None
-        self._owed: Counter[int | str] = Counter()
+        self._owed: Counter[str] = Counter()  # by str(id): the SDK takes "7" and 7 for one id
+        self._done = False
 
     def attach(self, replies: Any) -> None:
         self._replies = replies
@@ -211,22 +215,36 @@ class ScreenedLines:
 
     def answered(self, request_id: Any) -> None:
         """The SDK wrote the answer to ``request_id`` (``Answers``)."""
-        if self._owed.get(request_id):
-            self._owed[request_id] -= 1
-            if not self._owed[request_id]:
-                del self._owed[request_id]
+        key = str(request_id)
+        if self._owed.get(key):
+            self._owed[key] -= 1
+            if not self._owed[key]:
+                del self._owed[key]
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._screened()
 
     async def _screened(self) -> AsyncIterator[str]:
         import anyio
+        send, receive = anyio.create_memory_object_stream[str](16)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=self._pump, args=(send, token), name="open-memex-stdin", daemon=True).start()
+        try:
+            async for line in self._lines(receive):
+                yield line
+        finally:
+            self._done = True
+        # End of input ends the session, and the SDK cancels what is still running: the
+        # requests already read are answered first (``printf … | open-memex mcp`` gets its
+        # answers), for a while at most, as a client that closed stdin is shutting down.
+        with anyio.move_on_after(EOF_GRACE):
+            while self._owed:
+                await anyio.sleep(0.005)
+
+    async def _lines(self, receive: Any) -> AsyncIterator[str]:
         from mcp.shared.message import SessionMessage
         from mcp_types import jsonrpc_message_adapter
 
-        send, receive = anyio.create_memory_object_stream[str](16)
-        token = anyio.lowlevel.current_token()
-        threading.Thread(target=_pump, args=(self._fd, send, token), name="open-memex-stdin", daemon=True).start()
         async with receive:
             async for line in receive:
                 fate = screen(line)
@@ -238,16 +256,33 @@ class ScreenedLines:
                     await self._replies.send(SessionMessage(answer))
                 if fate.forward is not None:
                     if fate.asked is not None:
-                        self._owed[fate.asked] += 1
+                        self._owed[str(fate.asked)] += 1
                     if fate.withdrawn is not None:
                         self.answered(fate.withdrawn)  # the spec: a cancelled request is never answered
                     yield fate.forward
-        # End of input ends the session, and the SDK cancels what is still running: the
-        # requests already read are answered first (``printf … | open-memex mcp`` gets its
-        # answers), for a while at most, as a client that closed stdin is shutting down.
-        with anyio.move_on_after(EOF_GRACE):
-            while self._owed:
-                await anyio.sleep(0.005)
+
+    def _pump(self, send: Any, token: Any) -> None:
+        """The reader thread: each line to the event loop, then the end of input. It hands
+        lines over without a coroutine (``send_nowait``, waiting while the buffer is full)
+        and stops once the reading side is gone: a server shutting down (Ctrl-C) gets no
+        traceback or "never awaited" warning from here."""
+        import anyio
+
+        try:
+            for line in lines_of(_chunks(self._fd)):
+                while not self._done:
+                    try:
+                        anyio.from_thread.run_sync(send.send_nowait, line, token=token)
+                        break
+                    except anyio.WouldBlock:
+                        time.sleep(0.001)
+                if self._done:
+                    return
+        except BaseException:  # the loop is gone or the stream closed: nobody reads any more
+            return
+        finally:
+            with suppress(BaseException):
+                anyio.from_thread.run_sync(send.close, token=token)
 
 
 EOF_GRACE = 10.0  # seconds the requests read before end of input may take to be answered
@@ -279,15 +314,20 @@ class Answers:
 
 def lines_of(chunks: Iterable[bytes]) -> Iterator[str]:
     """Text lines as the transport reads them: only a line feed ends one (a bare CR is JSON
-    whitespace), bytes that are not UTF-8 become U+FFFD, a last line may lack its newline."""
-    pending = b""
+    whitespace), bytes that are not UTF-8 become U+FFFD, a last line may lack its newline.
+    Linear in the line's length, however many reads it takes."""
+    parts: list[bytes] = []
     for chunk in chunks:
-        pending += chunk
-        *whole, pending = pending.split(b"\n")
-        for line in whole:
-            yield line.decode("utf-8", errors="replace") + "\n"
-    if pending:
-        yield pending.decode("utf-8", errors="replace")
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            parts.append(chunk[start:end])
+            yield b"".join(parts).decode("utf-8", errors="replace") + "\n"
+            parts = []
+            start = end + 1
+        if start < len(chunk):
+            parts.append(chunk[start:])
+    if parts:
+        yield b"".join(parts).decode("utf-8", errors="replace")
 
 
 def _chunks(fd: int) -> Iterator[bytes]:
@@ -301,20 +341,6 @@ def _chunks(fd: int) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
-
-
-def _pump(fd: int, send: Any, token: Any) -> None:
-    """The reader thread: each line to the event loop, then the end of input; stops quietly
-    once the loop is gone (the server is shutting down)."""
-    import anyio
-
-    try:
-        with suppress(Exception):  # the loop finished or the stream was closed: nobody reads any more
-            for line in lines_of(_chunks(fd)):
-                anyio.from_thread.run(send.send, line, token=token)
-    finally:
-        with suppress(Exception):
-            anyio.from_thread.run_sync(send.close, token=token)
 
 
 def claim_stdin() -> tuple[int, Callable[[], None]]:
@@ -346,15 +372,48 @@ def claim_stdin() -> tuple[int, Callable[[], None]]:
 
 
 async def serve_stdio(server: Any) -> None:
-    """``MCPServer.run_stdio_async`` with stdin screened (the SDK reads what we pass)."""
-    from mcp.server.stdio import stdio_server
+    """``MCPServer.run_stdio_async`` with stdin screened (the SDK reads what we pass), and
+    Ctrl-C turned into a clean ``KeyboardInterrupt`` (the CLI's exit 130): cancelling a
+    session with requests in flight makes the SDK's own tasks fail on their closed streams
+    (``BrokenResourceError``), which read as a crash (exit 70) before."""
+    import anyio
 
     fd, restore = claim_stdin()
+    interrupted = False
     try:
-        lines = ScreenedLines(fd)
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-            lines.attach(write_stream)
-            low = server._lowlevel_server
-            await low.run(read_stream, Answers(write_stream, lines), low.create_initialization_options())
+        async with anyio.create_task_group() as guard:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                try:
+                    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                        async for _ in signals:  # the first Ctrl-C; a second reaches Python's own handler
+                            interrupted = True
+                            guard.cancel_scope.cancel()
+                            return
+                except NotImplementedError:  # no signal receiver here (Windows): Python's own handling
+                    return
+
+            guard.start_soon(watch)
+            try:
+                await _session(server, fd)
+            finally:
+                guard.cancel_scope.cancel()
+    except BaseException:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
     finally:
         restore()
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+async def _session(server: Any, fd: int) -> None:
+    from mcp.server.stdio import stdio_server
+
+    lines = ScreenedLines(fd)
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines.attach(write_stream)
+        low = server._lowlevel_server
+        await low.run(read_stream, Answers(write_stream, lines), low.create_initialization_options())
