@@ -391,8 +391,8 @@ async def serve_stdio(server: Any) -> None:
                             interrupted = True
                             guard.cancel_scope.cancel()
                             return
-                except NotImplementedError:  # no signal receiver here (Windows): Python's own handling
-                    return
+                except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+                    return  # Python's own handling
 
             guard.start_soon(watch)
             try:
