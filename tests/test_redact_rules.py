@@ -493,3 +493,27 @@ def test_context_values_alone_are_not_secrets(rule_id: str) -> None:
     value = make(rng_for(rule_id + "-negative"), CONTEXT_VALUES[rule_id][1])
     for text in (f"request_id: {value}", f"Build {value} passed on main.", json.dumps({"id": value})):
         assert rule_id not in [f.rule for f in find_secrets(text)], text
+
+
+def test_a_file_dense_with_secrets_keeps_each_finding_and_each_allow_line() -> None:
+    """Thousands of findings in one text (a big .env): every value found once, the allowed
+    lines left out, values holding a token masked whole (the overlap checks are by bisection)."""
+    rng = random.Random(11)
+    lines, expected = [], 0
+    for i in range(3000):
+        value = "".join(rng.choice(AN) for _ in range(19)) + str(i % 10)  # letters alone may be a word
+        if i % 7 == 0:
+            lines.append(f"SECRET_{i}={value} # open-memex:allow")
+        elif i % 3 == 0:
+            token = make(rng, TOKENS["github-pat"])
+            lines.append(f"DB_PASSWORD_{i}={value[:8]}-{token}")
+            expected += 1
+        else:
+            lines.append(f"SECRET_{i}={value}")
+            expected += 1
+    text = "\n".join(lines)
+    found = find_secrets(text)
+    assert len(found) == expected
+    assert all("open-memex:allow" not in lines[f.line - 1] for f in found)
+    whole = [f for f in found if f.rule == "github-pat"]
+    assert whole and all(f.value(text).startswith(lines[f.line - 1].split("=", 1)[1][:8]) for f in whole)

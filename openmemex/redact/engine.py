@@ -16,6 +16,7 @@ compiled on first use, so importing this module stays cheap for the CLI and hook
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from itertools import pairwise
@@ -201,21 +202,32 @@ def _allowed_lines(text: str, low: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _in_allowed(allowed: list[tuple[int, int]], at: int) -> bool:
+    """Whether ``at`` lies on an ``open-memex:allow`` line (the spans are sorted, disjoint)."""
+    i = bisect_right(allowed, (at, float("inf"))) - 1  # the last line starting at or before it
+    return i >= 0 and allowed[i][0] <= at <= allowed[i][1]
+
+
 def _select(text: str, low: str, candidates: list[Candidate], allowlist: Callable[[str], bool] | None) -> list[Finding]:
     """Drop allowlisted candidates, then keep non-overlapping ones by tier, start, length."""
     allowed = _allowed_lines(text, low) if ALLOW_MARKER in low else []
     chosen: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
+    # the spans taken so far, sorted: they never overlap, so only the two around a new one
+    # can (a scan of all of them made an env file of 20,000 secrets take half a minute)
+    starts: list[int] = []
+    ends: list[int] = []
     for tier in (SPECIFIC, USER, GENERIC_TIER):
         ranked = sorted({c for c in candidates if c[2] == tier}, key=lambda c: (c[0], c[0] - c[1], _priority(c[3])))
         for start, end, _, rule in ranked:
-            if any(start < b and a < end for a, b in taken):
+            at = bisect_right(starts, start)
+            if (at > 0 and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
                 continue
-            if any(a <= start <= b for a, b in allowed):
+            if _in_allowed(allowed, start):
                 continue
             if allowlist is not None and allowlist(text[start:end]):
                 continue
-            taken.append((start, end))
+            starts.insert(at, start)
+            ends.insert(at, end)
             chosen.append((start, end, rule))
     chosen = _widened(text, candidates, chosen, allowed, allowlist)
     chosen.sort()
@@ -235,16 +247,22 @@ def _widened(text: str, candidates: list[Candidate], chosen: list[tuple[int, int
              allowed: list[tuple[int, int]], allowlist: Callable[[str], bool] | None) -> list[tuple[int, int, str]]:  # fmt: skip
     """A value given to a credential name that holds a provider token (``DB_PASSWORD=
     Zq8!vT2#pL-AKIA…``, a URL password ``Rg7xQ2mZ-ghp_…``) is masked whole, as it is when it
-    holds none: the token's finding grows to the value and keeps its rule id."""
+    holds none: the token's finding grows to the value and keeps its rule id. The chosen
+    findings do not overlap, so sorted by start they are sorted by end too (bisect: an env
+    file of 5,000 such lines took 1.7 s with a scan per value)."""
+    chosen = sorted(chosen)
+    starts = [f[0] for f in chosen]
     for gs, ge, _, _ in sorted((c for c in candidates if c[2] == GENERIC_TIER), key=lambda c: c[0] - c[1]):
-        inside = [f for f in chosen if gs <= f[0] and f[1] <= ge]
-        if not inside or any(f[0] == gs and f[1] == ge for f in inside):
+        i, j = bisect_left(starts, gs), bisect_left(starts, ge)
+        inside = chosen[i:j]
+        if not inside or inside[-1][1] > ge or (i > 0 and chosen[i - 1][1] > gs):
+            continue  # holds no finding, or would overlap one it does not hold
+        if len(inside) == 1 and inside[0][:2] == (gs, ge):
             continue
-        if any(f not in inside and f[0] < ge and gs < f[1] for f in chosen):
-            continue  # it would overlap another finding
-        if any(a <= gs <= b for a, b in allowed) or (allowlist is not None and allowlist(text[gs:ge])):
+        if _in_allowed(allowed, gs) or (allowlist is not None and allowlist(text[gs:ge])):
             continue
-        chosen = [f for f in chosen if f not in inside] + [(gs, ge, min(inside)[2])]
+        chosen[i:j] = [(gs, ge, inside[0][2])]
+        starts[i:j] = [gs]
     return chosen
 
 
