@@ -313,7 +313,7 @@ def test_a_token_glued_to_a_name_is_masked(rule_id: str) -> None:
     rng = rng_for(rule_id + "-glued")
     rule = next(r for r in TOKEN_RULES if r.id == rule_id)
     token = make(rng, TOKENS[rule_id])
-    for _ in range(20):  # a glued match must look random (GLUED_NEEDS): about 1 draw in 500 does not
+    for _ in range(20):  # a glued match must look random (random_past_keyword): about 1 draw in 500 does not
         if random_past_keyword(token, rule.keywords):
             break
         token = make(rng, TOKENS[rule_id])
@@ -330,7 +330,7 @@ def test_a_token_glued_to_a_name_is_masked(rule_id: str) -> None:
 
 
 def test_names_built_of_words_glued_to_a_prefix_are_names() -> None:
-    """A glued match needs a digit past its keyword: file and function names that start
+    """A glued match must look random past its keyword: file and function names that start
     with a token's prefix are words (the review found each of these reported)."""
     for name in ("docs/slack-xoxb-token-rotation-guide.md", "ci/gitlab-glpat-token-expiry-notification-job.yml",
                  "rotate-glrt-runner-registration-tokens.sh", "def load_sb_secret_key_from_supabase_config",

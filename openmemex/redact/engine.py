@@ -113,7 +113,7 @@ def _glued(text: str, start: int, end: int) -> bool:
 
 
 def random_past_keyword(value: str, keywords: tuple[str, ...]) -> bool:
-    """GLUED_NEEDS: a glued token looks random past its keyword — a digit, or (a format of
+    """Whether a glued token looks random past its keyword — a digit, or (a format of
     letters only) three places where two capitals meet. Provider tokens are random (36
     random letters and digits lack a digit once in 600); names built of words are not
     (``deploy-glpat-token-expiry-job``, ``run_npm_installWithFrozenLockfile``)."""
@@ -123,8 +123,6 @@ def random_past_keyword(value: str, keywords: tuple[str, ...]) -> bool:
         return True
     return sum(1 for a, b in pairwise(body) if a.isupper() and b.isupper()) >= 3
 
-
-GLUED_NEEDS = "a digit, or three pairs of adjacent capitals, past the keyword"
 
 
 def _candidates(text: str, low: str) -> list[Candidate]:

@@ -77,7 +77,7 @@ def token(rule_id: str, family: str, prefix: str, body: str, *, keywords: tuple[
     ``glued``: found after ``_`` or ``-`` too (``GLUED``), and before them when the body
     holds neither; by default when every keyword has four characters or more.
     ``glued_when``: glued only when the token starts so (``sk-proj-`` but not ``sk-``).
-    A glued match must show a digit past its keyword (``engine.GLUED_NEEDS``)."""
+    A glued match must look random past its keyword (``engine.random_past_keyword``)."""
     literal = keywords is None
     source = re.escape(prefix) if literal else prefix
     words = (prefix.lower(),) if keywords is None else keywords

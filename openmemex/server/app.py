@@ -417,7 +417,7 @@ def serve(cwd: Path | None = None) -> int:
 
         from .wire import serve_stdio
 
-        anyio.run(serve_stdio, server)  # Ctrl-C: the CLI's "interrupted", exit 130
+        anyio.run(serve_stdio, server)  # Ctrl-C: KeyboardInterrupt, which the CLI exits 130 on
     finally:
         session.close()
     return 0
