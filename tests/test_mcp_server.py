@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -338,6 +338,57 @@ def test_requests_piped_in_are_all_answered_before_the_end(git_repo: Path, data_
     assert sorted(answers) == [1, 2, 3, 4, 5] and done.returncode == 0, done.stderr.decode()
     assert all("result" in a for a in answers.values()), answers[3]
     assert len(answers[2]["result"]["tools"]) == 11 and not answers[3]["result"]["isError"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="FIONREAD on a pipe")
+def test_a_client_that_does_not_read_answers_is_held_back(git_repo: Path, data_root: Path) -> None:
+    """The SDK starts a task per request it reads: a client writing without reading grew the
+    server without bound. Past MAX_IN_FLIGHT unanswered requests the server stops reading
+    stdin (what it took stops growing); once the client reads, every request is answered."""
+    import fcntl
+    import struct
+    import termios
+    import time
+
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
+    proc = subprocess.Popen([sys.executable, "-m", "openmemex", "mcp"], cwd=git_repo, env=env, bufsize=0,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    fd, stdout = proc.stdin.fileno(), proc.stdout
+    count = 20_000  # ~850 KB of pings: far more than the pipes and the in-flight cap hold
+    sent = [0]
+
+    def write() -> None:
+        lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+                 ).encode() + b"\n", b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+                 *(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n for n in range(1, count + 1))]  # fmt: skip
+        with suppress(BrokenPipeError):
+            for line in lines:
+                os.write(fd, line)
+                sent[0] += len(line)
+
+    def taken() -> int:  # what the server has read from its stdin so far
+        unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        return int(sent[0] - unread)
+
+    writer = threading.Thread(target=write, daemon=True)
+    try:
+        writer.start()
+        time.sleep(2)
+        before = taken()
+        time.sleep(2)
+        assert taken() == before < 300_000, (before, taken())  # held back, not reading on
+        answered = {json.loads(stdout.readline())["id"] for _ in range(count + 1)}
+        assert answered == set(range(count + 1))
+        writer.join(timeout=30)
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stdout.close()
 
 
 class _AnyText(str):

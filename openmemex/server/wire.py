@@ -242,6 +242,7 @@ class ScreenedLines:
                 await anyio.sleep(0.005)
 
     async def _lines(self, receive: Any) -> AsyncIterator[str]:
+        import anyio
         from mcp.shared.message import SessionMessage
         from mcp_types import jsonrpc_message_adapter
 
@@ -256,6 +257,12 @@ class ScreenedLines:
                     await self._replies.send(SessionMessage(answer))
                 if fate.forward is not None:
                     if fate.asked is not None:
+                        # backpressure: the SDK starts a task for every request it reads, so a
+                        # client that writes without reading the answers grew the server without
+                        # bound (765 MB in 20 s); past MAX_IN_FLIGHT unanswered requests, stdin
+                        # waits, and the client's own writes block
+                        while self._owed.total() >= MAX_IN_FLIGHT:
+                            await anyio.sleep(0.002)
                         self._owed[str(fate.asked)] += 1
                     if fate.withdrawn is not None:
                         self.answered(fate.withdrawn)  # the spec: a cancelled request is never answered
@@ -286,6 +293,7 @@ class ScreenedLines:
 
 
 EOF_GRACE = 10.0  # seconds the requests read before end of input may take to be answered
+MAX_IN_FLIGHT = 64  # requests read and not yet answered (the SDK's worker threads are 40)
 
 
 class Answers:
