@@ -159,3 +159,44 @@ def test_an_answer_settles_the_id_as_the_sdk_compares_ids() -> None:
     import anyio
 
     anyio.run(check)
+
+
+def test_the_in_flight_cap_waits_for_answers_and_gives_up_on_a_stall(monkeypatch: Any) -> None:
+    """Past MAX_IN_FLIGHT owed requests a line waits for an answer; when nothing is answered
+    for STALLED seconds the owed requests are forgotten (one the SDK never answers must not
+    stop the server reading for good)."""
+    import anyio
+
+    from openmemex.server import wire
+
+    monkeypatch.setattr(wire, "STALLED", 0.6)
+
+    screen(CALL % '"warm"')  # the first screen imports the SDK's types (a few hundred ms)
+
+    async def check() -> None:
+        lines = wire.ScreenedLines(-1)
+        lines._owed.update({str(n): 1 for n in range(wire.MAX_IN_FLIGHT)})
+        send, receive = anyio.create_memory_object_stream[str](4)
+        await send.send('{"jsonrpc":"2.0","id":"new","method":"ping"}\n')
+        await send.send('{"jsonrpc":"2.0","id":"later","method":"ping"}\n')
+        read: list[str] = []
+
+        async def consume() -> None:
+            async for line in lines._lines(receive):
+                read.append(line)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await anyio.sleep(0.1)
+            assert read == []  # at the cap, answers due: nothing more is read
+            lines.answered(0)  # an answer goes out: one more may be read
+            await anyio.sleep(0.1)
+            assert len(read) == 1 and '"new"' in read[0]
+            with anyio.fail_after(5):  # nothing answered for STALLED: the owed are given up on
+                while len(read) < 2:
+                    await anyio.sleep(0.01)
+            assert dict(lines._owed) == {"later": 1}
+            tg.cancel_scope.cancel()
+        await send.aclose()
+
+    anyio.run(check)

@@ -208,6 +208,7 @@ class ScreenedLines:
         self._replies: Any = None
         self._owed: Counter[str] = Counter()  # by str(id): the SDK takes "7" and 7 for one id
         self._done = False
+        self._answered_at = time.monotonic()
 
     def attach(self, replies: Any) -> None:
         self._replies = replies
@@ -215,6 +216,7 @@ class ScreenedLines:
 
     def answered(self, request_id: Any) -> None:
         """The SDK wrote the answer to ``request_id`` (``Answers``)."""
+        self._answered_at = time.monotonic()
         key = str(request_id)
         if self._owed.get(key):
             self._owed[key] -= 1
@@ -262,6 +264,14 @@ class ScreenedLines:
                         # bound (765 MB in 20 s); past MAX_IN_FLIGHT unanswered requests, stdin
                         # waits, and the client's own writes block
                         while self._owed.total() >= MAX_IN_FLIGHT:
+                            if time.monotonic() - self._answered_at > STALLED:
+                                # nothing answered for that long: whatever is owed may never be
+                                # (a request the SDK drops unanswered); forget it rather than stop
+                                # reading for good — a client that does not read gets 64 more
+                                log.warning("%d requests unanswered for %.0f s; reading on", self._owed.total(), STALLED)
+                                self._owed.clear()
+                                self._answered_at = time.monotonic()
+                                break
                             await anyio.sleep(0.002)
                         self._owed[str(fate.asked)] += 1
                     if fate.withdrawn is not None:
@@ -294,6 +304,7 @@ class ScreenedLines:
 
 EOF_GRACE = 10.0  # seconds the requests read before end of input may take to be answered
 MAX_IN_FLIGHT = 64  # requests read and not yet answered (the SDK's worker threads are 40)
+STALLED = 30.0  # seconds without any answer after which the owed requests are given up on
 
 
 class Answers:
