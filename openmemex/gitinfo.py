@@ -69,8 +69,12 @@ def _common_dir(git_dir: Path) -> Path:
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')
 
 
-def read_config_value(path: Path, section: str, subsection: str | None, key: str) -> str | None:
-    """The last value of ``section.subsection.key`` in one git config file (no includes)."""
+def read_config_value(path: Path, section: str, subsection: str | None, key: str,
+                      git_dir: Path | None = None, _depth: int = 0) -> str | None:  # fmt: skip
+    """The last value of ``section.subsection.key`` in one git config file, the files it
+    includes read where their ``[include]`` or matching ``[includeIf]`` stands (as git does:
+    ``gitdir:``, ``gitdir/i:`` against ``git_dir``, ``onbranch:``; depth ≤ 10). A key without
+    ``=`` is a boolean true."""
     try:
         lines = path.read_text("utf-8", errors="replace").splitlines()
     except OSError:
@@ -84,11 +88,112 @@ def read_config_value(path: Path, section: str, subsection: str | None, key: str
             line = match.group(3)
             if not line.strip():
                 continue
+        name, sep, value = line.partition("=")
+        name = name.strip().lower()
+        if current is not None and current[0] in ("include", "includeif") and name == "path" and sep:
+            if _depth < 10 and (current[0] == "include" or _condition(current[1] or "", path, git_dir)):
+                target = _include_path(_unquote(value), path)
+                included = read_config_value(target, section, subsection, key, git_dir, _depth + 1)
+                if included is not None:
+                    found = included
+            continue
         if current != (section.lower(), subsection):
             continue
-        name, sep, value = line.partition("=")
-        if sep and name.strip().lower() == key.lower():
-            found = _unquote(value)
+        if name == key.lower():
+            found = _unquote(value) if sep else ("true" if not name.startswith(("#", ";")) else found)
+    return found
+
+
+def _include_path(text: str, including: Path) -> Path:
+    if text.startswith("~/"):
+        return Path.home() / text[2:]
+    path = Path(text)
+    return path if path.is_absolute() else including.parent / path
+
+
+def _condition(condition: str, including: Path, git_dir: Path | None) -> bool:
+    kind, _, pattern = condition.partition(":")
+    if kind in ("gitdir", "gitdir/i") and git_dir is not None and pattern:
+        if pattern.startswith("~/"):
+            pattern = str(Path.home()) + pattern[1:]
+        elif pattern.startswith("./"):
+            pattern = str(including.parent) + pattern[1:]
+        elif not pattern.startswith("/"):
+            pattern = "**/" + pattern
+        if pattern.endswith("/"):
+            pattern += "**"
+        flags = re.IGNORECASE if kind == "gitdir/i" else 0
+        regex = re.compile(_wildmatch(pattern), flags)
+        candidates = {str(git_dir), os.path.realpath(git_dir)}
+        return any(regex.fullmatch(c) or regex.fullmatch(c + "/") for c in candidates)
+    if kind == "onbranch" and git_dir is not None and pattern:
+        try:
+            head = (git_dir / "HEAD").read_text("utf-8", errors="replace").strip()
+        except OSError:
+            return False
+        if not head.startswith("ref: refs/heads/"):
+            return False
+        if pattern.endswith("/"):
+            pattern += "**"
+        return re.fullmatch(_wildmatch(pattern), head[len("ref: refs/heads/") :]) is not None
+    return False  # hasconfig: and conditions git may add later: not matched
+
+
+def _wildmatch(pattern: str) -> str:
+    """git's wildmatch with WM_PATHNAME as a regular expression: ``*`` and ``?`` stay within a
+    folder, ``**/`` spans folders."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def command_line_config(section: str, key: str) -> str | None:
+    """``git -c section.key=value`` as git hands it to a subcommand (``git memex …``):
+    ``GIT_CONFIG_PARAMETERS``, then ``GIT_CONFIG_COUNT``/``_KEY_n``/``_VALUE_n``; the last
+    wins, a key without a value is true."""
+    import shlex
+
+    wanted = f"{section}.{key}".lower()
+    found: str | None = None
+    raw = os.environ.get("GIT_CONFIG_PARAMETERS", "")
+    try:
+        entries = shlex.split(raw) if raw else []
+    except ValueError:
+        entries = []
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        if name.lower() == wanted:
+            found = value if sep else "true"
+    try:
+        count = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    for n in range(max(0, count)):
+        if os.environ.get(f"GIT_CONFIG_KEY_{n}", "").lower() == wanted:
+            found = os.environ.get(f"GIT_CONFIG_VALUE_{n}", "")
     return found
 
 
@@ -135,9 +240,13 @@ def config_files(git_dir: Path | None) -> list[Path]:
 
 
 def config_value(section: str, key: str, git_dir: Path | None = None) -> str | None:
-    """``section.key`` as git resolves it (no includes, no subsections)."""
+    """``section.key`` as git resolves it: ``git -c`` first, then the files with their
+    includes (no subsections)."""
+    value = command_line_config(section, key)
+    if value is not None:
+        return value
     for path in config_files(git_dir):
-        value = read_config_value(path, section, None, key)
+        value = read_config_value(path, section, None, key, git_dir)
         if value is not None:
             return value
     return None

@@ -38,10 +38,11 @@ def _changed() -> None:
     _changes.count = changes() + 1
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """tmp + fsync + rename in the same folder: a reader never sees a torn file (D57, D64).
-    A folder or file we may not write is one clear error, and no temp file is left."""
-    data = text.encode("utf-8")
+    A folder or file we may not write is one clear error, and no temp file is left. Text is
+    written as UTF-8; bytes as they are."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     refuse_special(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}")
     try:

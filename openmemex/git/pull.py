@@ -110,8 +110,8 @@ def pull(ctx: Context) -> PullReport:
 
     gitrepo = open_repo(ctx)
     repo = gitrepo.repo
+    _refuse_busy(gitrepo)  # first: mid-rebase HEAD is detached, and "switch to a branch" would be harmful advice
     name, remote, tracking = _branch_and_upstream(gitrepo)
-    _refuse_busy(gitrepo)
     transport = _transport(ctx)
     transport.fetch(gitrepo.workdir, remote)
     ref = f"refs/heads/{name}"

@@ -261,23 +261,39 @@ def _driver_repo() -> pygit2.Repository | None:
 
 
 def merge_text(repo: pygit2.Repository | None, base: bytes, ours: bytes, theirs: bytes,
-               labels: tuple[str, str]) -> tuple[bool, str | None]:  # fmt: skip
-    """git's line-level 3-way merge (libgit2): (clean, merged text with conflict markers
-    labelled ``labels``); (False, None) when there is no text to write (e.g. binary sides)."""
+               labels: tuple[str, str]) -> tuple[bool, bytes | None]:  # fmt: skip
+    """git's line-level 3-way merge (libgit2): (clean, merged bytes with conflict markers
+    labelled ``labels``); (False, None) when there is no text to write (e.g. binary sides).
+    pygit2 hands the result back as UTF-8 text, so sides that are not UTF-8 (a teammate's
+    Latin-1 edit) go through Latin-1, which maps every byte to one character and back: the
+    lines, and so the merge, are git's own, and every byte of both sides is kept."""
     import pygit2
 
-    def run(target: pygit2.Repository) -> tuple[bool, str | None]:
+    utf8 = True
+    try:
+        for side in (base, ours, theirs):
+            side.decode("utf-8")
+    except UnicodeDecodeError:
+        utf8 = False
+
+    def wrap(data: bytes) -> bytes:
+        return data if utf8 else data.decode("latin-1").encode("utf-8")
+
+    def unwrap(text: str) -> bytes:
+        return text.encode("utf-8") if utf8 else text.encode("latin-1")
+
+    def run(target: pygit2.Repository) -> tuple[bool, bytes | None]:
         # libgit2 labels the markers with the entries' paths, so the paths carry the side names
-        names = ("base", *labels)
+        names = ("base", *(label if utf8 else label.encode("utf-8").decode("latin-1") for label in labels))
         entries = [
-            pygit2.IndexEntry(name, target.create_blob(data), pygit2.enums.FileMode.BLOB)
+            pygit2.IndexEntry(name, target.create_blob(wrap(data)), pygit2.enums.FileMode.BLOB)
             for name, data in zip(names, (base, ours, theirs), strict=True)
         ]
         result = target.merge_file_from_index(entries[0], entries[1], entries[2])
         if isinstance(result, str):
-            return False, result
+            return False, unwrap(result)
         contents = result.contents
-        return bool(result.automergeable), None if contents is None else str(contents)
+        return bool(result.automergeable), None if contents is None else unwrap(str(contents))
 
     try:
         if repo is not None:
@@ -380,17 +396,18 @@ def setup_merge_driver(ctx: Context) -> SetupReport:
     gitrepo = open_repo(ctx)
     check_memory_folder(gitrepo, committing=False)  # nothing is committed: a linked folder is fine
     attributes = gitrepo.memory_dir / ".gitattributes"
-    lines = attributes.read_text("utf-8").splitlines() if attributes.exists() else []
-    changed = False
-    if "*.md text eol=lf" not in lines:
-        lines.append("*.md text eol=lf")
-        changed = True
-    if ATTRIBUTE_LINE not in lines:
-        lines.append(ATTRIBUTE_LINE)
-        changed = True
+    try:  # bytes: a file of the user's in another encoding keeps every byte of it
+        data = attributes.read_bytes() if attributes.exists() else b""
+    except OSError as exc:
+        raise MemexError(f"cannot read {attributes} ({exc.strerror or exc}) — make it readable, then re-run setup") from None
+    lines = data.splitlines()
+    missing = [line for line in ("*.md text eol=lf", ATTRIBUTE_LINE) if line.encode() not in (x.strip() for x in lines)]
+    changed = bool(missing)
     if changed:
+        newline = b"\r\n" if b"\r\n" in data else b"\n"
+        start = data if not data or data.endswith((b"\n", b"\r")) else data + newline
         attributes.parent.mkdir(parents=True, exist_ok=True)
-        store.write_atomic(attributes, "\n".join(lines) + "\n")
+        store.write_atomic(attributes, start + b"".join(line.encode() + newline for line in missing))
     config = gitrepo.repo.config
     key = f"merge.{DRIVER_NAME}.driver"
     wanted = driver_command()

@@ -31,7 +31,7 @@ from ..memfile import MemoryFileError, read_memory, serialize
 from ..model import Memory
 from ..redact import find_secrets_in_memory_file
 from ..review import apply_transition, default_reviewer
-from .repo import GitRepo, check_memory_folder, ensure_gitattributes, open_repo
+from .repo import GITATTRIBUTES, GitRepo, check_memory_folder, ensure_gitattributes, open_repo
 
 if TYPE_CHECKING:
     import pygit2
@@ -184,7 +184,7 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
                 created.append(store.save(memory, gitrepo.memory_dir))
                 report.submitted.append((memory.id, new_state))
             paths = [p for p in created if p != attributes] + pending
-            if attributes.exists() and not _in_head(gitrepo, attributes):
+            if attributes in created or _ours_uncommitted(gitrepo, attributes, report):
                 paths.append(attributes)  # ours, never committed (e.g. an interrupted first submit)
             # 3. commit only our paths, then refresh only them in the real index
             message = commit_message([p.stem for p in paths if p != attributes])
@@ -254,6 +254,32 @@ def _in_head(gitrepo: GitRepo, path: Path) -> bool:
     return True
 
 
+def _ours_uncommitted(gitrepo: GitRepo, attributes: Path, report: SubmitReport) -> bool:
+    """A ``<memoryDir>/.gitattributes`` HEAD does not hold goes into our commit only when it
+    is ours: nothing in it but the lines ``setup`` and submit write, and no other version of
+    it staged. A user's own file (or one with their lines, or staged apart from the work
+    tree) is theirs to commit: left alone, and said so."""
+    import pygit2
+
+    from .resolve import ATTRIBUTE_LINE
+
+    if not attributes.exists() or _in_head(gitrepo, attributes):
+        return False
+    rel = gitrepo.rel(attributes)
+    try:
+        data = attributes.read_bytes()
+        staged = gitrepo.repo.index[rel].id if rel in gitrepo.repo.index else None
+    except (OSError, pygit2.GitError):
+        return False
+    lines = {line.strip() for line in data.splitlines() if line.strip()}
+    ours = lines <= {GITATTRIBUTES.strip().encode(), ATTRIBUTE_LINE.encode()}
+    if ours and (staged is None or staged == pygit2.hash(data)):
+        return True
+    report.notices.append(f"{rel} is not open-memex's alone (lines of yours, or staged apart from the file) — "
+                          "left out of the submit commit; commit it yourself")  # fmt: skip
+    return False
+
+
 def _check_branch_name(name: str) -> None:
     import pygit2
 
@@ -309,9 +335,14 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
     if not unborn and tree == repo.head.peel(pygit2.Commit).tree.id:
         return CommitResult(str(repo.head.target), _refresh_index(gitrepo, rel_paths))
     author, committer = identity or (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
+    # owed before the commit exists: a process killed between the commit and the index refresh
+    # (kill -9, a power cut) leaves the index without our files, and the next `git commit -a`
+    # would delete them; the next submit pays the debt (only where HEAD holds the work tree's file)
+    _owe(gitrepo, rel_paths)
     try:
         oid = repo.create_commit("HEAD", author, committer, message, tree, parents)
     except (pygit2.GitError, OSError) as exc:
+        _paid(gitrepo, rel_paths)
         raise MemexError(
             f"could not commit ({exc}) — the branch moved or is locked by another git command; "
             "nothing was committed, run the command again"
@@ -331,6 +362,7 @@ def _refresh_index(gitrepo: GitRepo, rel_paths: list[str], attempts: int = 20) -
             for rel in rel_paths:
                 idx.add(rel)
             idx.write()
+            _paid(gitrepo, rel_paths)
             return True
         except (pygit2.GitError, OSError):
             if attempt < attempts - 1:
@@ -339,25 +371,60 @@ def _refresh_index(gitrepo: GitRepo, rel_paths: list[str], attempts: int = 20) -
     return False
 
 
+def owed_refresh(gitrepo: GitRepo) -> list[str]:
+    """The paths a submit committed whose index entries may not have been refreshed yet."""
+    try:
+        text = (Path(gitrepo.repo.path) / OWED_REFRESH).read_text("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line.strip()]
+
+
 def _owe(gitrepo: GitRepo, rel_paths: list[str]) -> None:
     path = Path(gitrepo.repo.path) / OWED_REFRESH
     try:
-        owed = set(path.read_text("utf-8").splitlines()) if path.exists() else set()
-        store.write_atomic(path, "".join(f"{rel}\n" for rel in sorted(owed | set(rel_paths))))
+        owed = set(owed_refresh(gitrepo))
+        if not set(rel_paths) <= owed:
+            store.write_atomic(path, "".join(f"{rel}\n" for rel in sorted(owed | set(rel_paths))))
     except (OSError, MemexError):
         pass  # the warning already names the repair command
+
+
+def _paid(gitrepo: GitRepo, rel_paths: list[str]) -> None:
+    """``rel_paths`` are in the index now: off the debt (the file goes when nothing is owed)."""
+    path = Path(gitrepo.repo.path) / OWED_REFRESH
+    owed = owed_refresh(gitrepo)
+    left = [rel for rel in owed if rel not in set(rel_paths)]
+    if len(left) == len(owed) and path.exists() == bool(owed):
+        return
+    try:
+        if left:
+            store.write_atomic(path, "".join(f"{rel}\n" for rel in left))
+        else:
+            path.unlink(missing_ok=True)
+    except (OSError, MemexError):
+        pass  # a debt left behind is paid by the next submit, where HEAD still holds the file
 
 
 def _refresh_owed(gitrepo: GitRepo) -> None:
     """Refresh index entries an earlier submit committed while the index was locked — only
     where HEAD still holds the file and the work tree still equals it."""
+    owed = owed_refresh(gitrepo)
+    if not owed:
+        return
+    due = stale_in_index(gitrepo, owed)
+    if due is None or (due and not _refresh_index(gitrepo, due, attempts=3)):
+        return
+    _paid(gitrepo, owed)
+
+
+def stale_in_index(gitrepo: GitRepo, owed: list[str] | None = None) -> list[str] | None:
+    """The owed paths whose index entry still differs from HEAD while HEAD holds exactly the
+    work tree's file (what the refresh would fix; anything else the user changed since);
+    None when the index cannot be read now."""
     import pygit2
 
-    path = Path(gitrepo.repo.path) / OWED_REFRESH
-    try:
-        owed = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
-    except OSError:
-        return
+    owed = owed_refresh(gitrepo) if owed is None else owed
     repo = gitrepo.repo
     due: list[str] = []
     if not repo.head_is_unborn:
@@ -366,7 +433,7 @@ def _refresh_owed(gitrepo: GitRepo) -> None:
             idx = repo.index
             idx.read(False)
         except (pygit2.GitError, OSError):
-            return
+            return None
         for rel in owed:
             try:
                 entry = tree[rel]
@@ -382,9 +449,7 @@ def _refresh_owed(gitrepo: GitRepo) -> None:
                 current = None
             if current != entry.id:
                 due.append(rel)
-    if due and not _refresh_index(gitrepo, due, attempts=3):
-        return
-    path.unlink(missing_ok=True)
+    return due
 
 
 _OPERATIONS: dict[str, tuple[str, str]] = {
@@ -406,11 +471,32 @@ def operation_in_progress(repo: pygit2.Repository) -> tuple[str, str] | None:
 
     state = repo.state()
     if state == pygit2.enums.RepositoryState.NONE:
-        return None
+        return _sequence_in_progress(Path(repo.path))
     name = state.name.removesuffix("_SEQUENCE")
     if name.startswith("REBASE"):
         name = "REBASE"
     return _OPERATIONS.get(name, (f"a git operation ({state.name.lower()})", "finish or abort it"))
+
+
+def _sequence_in_progress(git_dir: Path) -> tuple[str, str] | None:
+    """A ``git cherry-pick A B`` or ``git revert A B`` paused between its picks: once the
+    conflicted pick is committed, ``CHERRY_PICK_HEAD``/``REVERT_HEAD`` are gone and libgit2
+    sees a clean repository, but ``sequencer/`` still holds the rest (and ``--abort`` rewinds
+    to where the sequence began: a commit of ours on top would be lost or refused)."""
+    sequencer = git_dir / "sequencer"
+    if not sequencer.is_dir():
+        return None
+    try:
+        first = (sequencer / "todo").read_text("utf-8", errors="replace").split(maxsplit=1)
+    except OSError:
+        first = []
+    verb = first[0] if first else ""
+    if verb in ("revert", "v"):
+        return _OPERATIONS["REVERT"]
+    if verb in ("pick", "p"):
+        return _OPERATIONS["CHERRYPICK"]
+    return ("a cherry-pick or revert sequence",
+            "finish it (git cherry-pick --continue / git revert --continue) or abort it (--abort)")  # fmt: skip
 
 
 def _check_repository_state(gitrepo: GitRepo, branch: str | None, report: SubmitReport) -> None:

@@ -33,6 +33,7 @@ class SyncStatus:
     in_repo: list[Item] = field(default_factory=list)
     uncommitted: list[tuple[str, str]] = field(default_factory=list)
     branch: str | None = None
+    repair: str | None = None  # makes the index match a submit commit whose refresh is owed
 
     def counts(self) -> dict[str, int]:
         out = {state: 0 for state in REVIEW_STATES}
@@ -44,7 +45,12 @@ class SyncStatus:
         steps = []
         if self.outbox and self.repo_dir:
             steps.append("open-memex submit " + " ".join(i.id for i in self.outbox if i.review_state != "proposed"))
-        if self.uncommitted:
+        states = {state for _, state in self.uncommitted}
+        if "conflicted" in states:
+            steps.append("open-memex resolve — then edit the conflicted memory files and `git add` them")
+        if self.repair:
+            steps.append(f"{self.repair} — a submit committed these files but could not update git's index")
+        if states - {"conflicted", STALE}:
             steps.append("commit the memory files above (or `git restore` them)")
         return steps
 
@@ -57,6 +63,7 @@ class SyncStatus:
                 "dir": self.repo_dir, "counts": self.counts(), "memories": [i.to_json() for i in self.in_repo],
             },
             "uncommitted": [{"path": p, "status": s} for p, s in self.uncommitted],
+            "repair": self.repair,
             "next": self.next_steps(),
         }
 
@@ -86,16 +93,21 @@ def sync_status(ctx: Context) -> SyncStatus:
             status.in_repo = items
     if ctx.repo_dir is not None:
         status.repo_dir = str(ctx.repo_dir)
-        status.uncommitted, status.branch = _uncommitted(ctx)
+        status.uncommitted, status.branch, status.repair = _uncommitted(ctx)
     return status
 
 
-def _uncommitted(ctx: Context) -> tuple[list[tuple[str, str]], str | None]:
+STALE = "index stale"
+
+
+def _uncommitted(ctx: Context) -> tuple[list[tuple[str, str]], str | None, str | None]:
     import pygit2
 
     from .repo import open_repo
+    from .submit import repair_command, stale_in_index
 
     gitrepo = open_repo(ctx)
+    stale = set(stale_in_index(gitrepo) or [])
     prefix = gitrepo.memory_rel + "/"
     flags = pygit2.enums.FileStatus
     names = [(flags.WT_NEW, "untracked"), (flags.WT_MODIFIED, "modified"), (flags.WT_DELETED, "deleted"),
@@ -105,10 +117,10 @@ def _uncommitted(ctx: Context) -> tuple[list[tuple[str, str]], str | None]:
     for path, bits in sorted(gitrepo.repo.status().items()):
         if not path.startswith(prefix):
             continue
-        label = next((name for flag, name in names if bits & flag), None)
+        label = STALE if path in stale else next((name for flag, name in names if bits & flag), None)
         if label:
             out.append((path, label))
-    return out, gitrepo.branch
+    return out, gitrepo.branch, repair_command(gitrepo, sorted(stale)) if stale else None
 
 
 def render(status: SyncStatus, cap: int | None = None) -> str:

@@ -1,0 +1,184 @@
+"""The git flow in states a real team's clone gets into (session-8 hostile review): a submit
+killed between its commit and the index refresh, a cherry-pick sequence paused between picks,
+config that git reads through includes or ``git -c``, a ``.gitattributes`` of the user's,
+a teammate's non-UTF-8 edit meeting the merge driver, and the next step each state needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import git
+from tests.test_git_hardening import MEMDIR, _setup_driver, draft, porcelain, rc_of
+
+
+def test_a_submit_killed_after_its_commit_leaves_a_debt_the_next_run_pays(cli: Any, git_repo: Path) -> None:
+    memory = draft(cli, "a submit killed right after its commit still ends up in the index")
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    lock = git_repo / ".git" / "index.lock"
+    lock.write_text("")  # the refresh retries for about a second: the window to kill it in
+    proc = subprocess.Popen([sys.executable, "-m", "openmemex", "submit", memory], cwd=git_repo,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while git("rev-parse", "HEAD", cwd=git_repo).strip() == head:
+        assert proc.poll() is None and time.monotonic() < deadline, "submit ended without committing"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    lock.unlink()
+    rel = f"{MEMDIR}/{memory}.md"
+    assert porcelain(git_repo, rel) != ""  # the index does not have it yet: `git commit -a` would delete it
+    status = json.loads(cli("sync-status", "--json").out)
+    assert status["repair"] and rel in status["repair"]
+    assert {"path": rel, "status": "index stale"} in status["uncommitted"]
+    again = cli("submit", memory)
+    assert again.rc == 0, again.err
+    assert f"already in the repository: {memory}" in again.out
+    assert porcelain(git_repo, MEMDIR) == ""
+    assert not (git_repo / ".git" / "open-memex-index-refresh").exists()
+    git("fsck", "--strict", cwd=git_repo)
+
+
+def test_a_paused_cherry_pick_sequence_refuses_submit(cli: Any, git_repo: Path) -> None:
+    git("switch", "-q", "-c", "feat", cwd=git_repo)
+    (git_repo / "README.md").write_text("feat\n")
+    git("commit", "-q", "-am", "feat1", cwd=git_repo)
+    (git_repo / "other").write_text("f2\n")
+    git("add", "other", cwd=git_repo)
+    git("commit", "-q", "-m", "feat2", cwd=git_repo)
+    git("switch", "-q", "main", cwd=git_repo)
+    (git_repo / "README.md").write_text("main\n")
+    git("commit", "-q", "-am", "main", cwd=git_repo)
+    assert rc_of("cherry-pick", "feat~1", "feat", cwd=git_repo).returncode != 0  # stops on feat1
+    (git_repo / "README.md").write_text("resolved\n")
+    git("add", "README.md", cwd=git_repo)
+    assert rc_of("commit", "-q", "--no-edit", cwd=git_repo).returncode == 0  # the sequence goes on
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    memory = draft(cli, "a memory written while a cherry-pick sequence is paused")
+    result = cli("submit", memory)
+    assert result.rc == 1
+    assert "a cherry-pick is in progress" in result.err and "git cherry-pick --continue" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo).strip() == head
+    pulled = cli("pull")
+    assert pulled.rc == 1 and "a cherry-pick is in progress" in pulled.err
+
+
+def test_gpgsign_from_an_included_file_or_git_c_is_honoured(cli: Any, git_repo: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    memory = draft(cli, "signing is asked for through an include")
+    included = git_repo.parent / "signing.inc"
+    included.write_text("[commit]\n\tgpgsign = true\n")
+    git("config", "includeIf.gitdir:**/repo/.path", str(included), cwd=git_repo)
+    result = cli("submit", memory)
+    assert result.rc == 1 and "commit.gpgsign is set" in result.err
+    git("config", "--unset", "includeIf.gitdir:**/repo/.path", cwd=git_repo)
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'commit.gpgsign'='true'")  # what `git -c` hands `git memex`
+    result = cli("submit", memory)
+    assert result.rc == 1 and "commit.gpgsign is set" in result.err
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'commit.gpgsign'='true' 'commit.gpgsign'='false'")
+    assert cli("submit", memory).rc == 0
+
+
+def test_identity_from_an_included_file(cli: Any, git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{role}_NAME")
+        monkeypatch.delenv(f"GIT_{role}_EMAIL")
+    identity = git_repo.parent / "identity.inc"
+    identity.write_text("[user]\n\tname = Inc Luded\n\temail = inc@example.com\n")
+    git("config", "include.path", "../../identity.inc", cwd=git_repo)  # relative to .git/config
+    assert git("config", "user.name", cwd=git_repo).strip() == "Inc Luded"
+    result = cli("submit", draft(cli, "identity kept in an included file"))
+    assert result.rc == 0, result.err
+    assert git("log", "-1", "--format=%an <%ae>", cwd=git_repo).strip() == "Inc Luded <inc@example.com>"
+
+
+def test_a_gitattributes_of_the_users_is_never_committed_by_submit(cli: Any, git_repo: Path) -> None:
+    attributes = git_repo / MEMDIR / ".gitattributes"
+    attributes.parent.mkdir(parents=True)
+    attributes.write_text("*.md text eol=lf\n*.png binary\n")
+    rel = f"{MEMDIR}/.gitattributes"
+    git("add", rel, cwd=git_repo)
+    with attributes.open("a") as handle:
+        handle.write("# WIP - do not commit yet\n")
+    result = cli("submit", draft(cli, "a memory beside the user's own gitattributes"))
+    assert result.rc == 0, result.err
+    assert "left out of the submit commit" in result.err
+    assert rel not in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split()
+    assert porcelain(git_repo, rel) == f"AM {rel}"  # staged and unstaged parts both kept
+    assert "WIP" not in git("show", f":{rel}", cwd=git_repo)
+
+
+def test_our_own_uncommitted_gitattributes_is_still_committed(cli: Any, git_repo: Path) -> None:
+    assert cli("setup").rc == 0  # writes ours (both lines), not committed
+    result = cli("submit", draft(cli, "the first submit carries setup's attributes"))
+    assert result.rc == 0, result.err
+    assert f"{MEMDIR}/.gitattributes" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split()
+    assert porcelain(git_repo, MEMDIR) == ""
+
+
+def test_merge_driver_keeps_a_non_utf8_side_with_markers(cli: Any, git_repo: Path) -> None:
+    _setup_driver(cli, git_repo)
+    rel = f"{MEMDIR}/notes.md"
+    base = b"# notes\n\nshared line\n"
+    path = git_repo / rel
+    path.write_bytes(base)
+    git("add", rel, cwd=git_repo)
+    git("commit", "-q", "-m", "base", cwd=git_repo)
+    git("switch", "-q", "-c", "feature", cwd=git_repo)
+    path.write_bytes(base + b"teammate line caf\xe9\n")  # the teammate's side, in Latin-1
+    git("commit", "-q", "-am", "latin-1", cwd=git_repo)
+    git("switch", "-q", "main", cwd=git_repo)
+    path.write_bytes(base + b"my body line\n")
+    git("commit", "-q", "-am", "ours", cwd=git_repo)
+    proc = rc_of("merge", "--no-edit", "feature", cwd=git_repo)
+    assert proc.returncode != 0
+    data = (git_repo / rel).read_bytes()
+    assert b"<<<<<<< main\n" in data and b">>>>>>> feature\n" in data
+    assert b"my body line\n" in data and b"teammate line caf\xe9\n" in data
+
+
+def test_setup_keeps_a_non_utf8_gitattributes_byte_for_byte(cli: Any, git_repo: Path) -> None:
+    attributes = git_repo / MEMDIR / ".gitattributes"
+    attributes.parent.mkdir(parents=True)
+    attributes.write_bytes(b"# caf\xe9\r\n*.bin binary")  # Latin-1, CRLF, no final newline
+    result = cli("setup")
+    assert result.rc == 0, result.err
+    assert attributes.read_bytes() == b"# caf\xe9\r\n*.bin binary\r\n*.md text eol=lf\r\n*.md merge=openmemex\r\n"
+    assert cli("setup").rc == 0
+    assert attributes.read_bytes().count(b"merge=openmemex") == 1
+
+
+def test_pull_during_a_rebase_names_the_rebase(cli: Any, git_repo: Path) -> None:
+    from tests.test_git_hardening import _start_rebase
+
+    _start_rebase(git_repo)
+    result = cli("pull")
+    assert result.rc == 1
+    assert "a rebase is in progress" in result.err and "git rebase --continue" in result.err
+    assert "switch to a branch" not in result.err
+
+
+def test_sync_status_names_resolve_for_a_conflicted_memory(cli: Any, git_repo: Path) -> None:
+    memory = draft(cli, "a memory both sides edit")
+    assert cli("submit", memory).rc == 0
+    rel = f"{MEMDIR}/{memory}.md"
+    text = (git_repo / rel).read_text()
+    git("switch", "-q", "-c", "mate", cwd=git_repo)
+    (git_repo / rel).write_text(text.replace("a memory both sides edit", "the mate's wording"))
+    git("commit", "-q", "-am", "mate", cwd=git_repo)
+    git("switch", "-q", "main", cwd=git_repo)
+    (git_repo / rel).write_text(text.replace("a memory both sides edit", "my wording"))
+    git("commit", "-q", "-am", "mine", cwd=git_repo)
+    assert rc_of("merge", "--no-edit", "mate", cwd=git_repo).returncode != 0
+    status = json.loads(cli("sync-status", "--json").out)
+    assert {"path": rel, "status": "conflicted"} in status["uncommitted"]
+    assert any(step.startswith("open-memex resolve") for step in status["next"])
+    assert not any(step.startswith("commit the memory files") for step in status["next"])
