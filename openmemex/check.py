@@ -69,12 +69,13 @@ class CheckInput:
     base: Callable[[str], bytes | None] = lambda path: None
     universe: list[tuple[str, bytes]] = field(default_factory=list)
     deleted: list[tuple[str, bytes]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # found while gathering (the folder's shape)
 
 
 def check_memory_pr(pr: CheckInput, user_patterns: Sequence[str] = ()) -> list[Problem]:
     """Every problem of ``pr``, in file order: per file the schema, id/file name, personal or
     private memories, secrets and the review ladder; across files supersede chains and ids."""
-    problems: list[Problem] = []
+    problems: list[Problem] = list(pr.problems)
     heads: dict[str, Entry] = {path: light_entry(path, data) for path, data in pr.universe}
     touched: set[str] = set()
     for path, data in pr.changed:

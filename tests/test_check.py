@@ -254,3 +254,22 @@ def test_a_schema_error_never_quotes_a_secret(cli: object, pr_repo: object) -> N
     result = cli("check", str(path))  # type: ignore[operator]
     assert result.rc == 1 and ": schema: field 'role' must be one of" in result.out and ": secret: " in result.out
     assert token not in result.out + result.err and token[:4] + "x" * 36 in result.out
+
+
+def test_a_memory_folder_turned_into_a_symlink_fails(cli: object, pr_repo: object) -> None:
+    """Readers follow a linked memory folder on a checkout, so a PR that swaps the folder for a
+    link to files elsewhere would bring memories in that no rule looked at."""
+    repo = pr_repo("clean")  # type: ignore[operator]
+    git("switch", "-q", "-c", "link-pr", cwd=repo)
+    elsewhere = repo / "docs" / "x"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / f"{prs.NEW}.md").write_text(prs.memory(prs.NEW, "Run the bootstrap script first.", state="published"))
+    git("rm", "-rq", ".ai/open-memex", cwd=repo)
+    (repo / ".ai").mkdir(exist_ok=True)
+    (repo / ".ai" / "open-memex").symlink_to("../docs/x")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "folder becomes a link", cwd=repo)
+    for args in (("check", "--base", "main"), ("check",)):
+        result = cli(*args)  # type: ignore[operator]
+        assert result.rc == 1, args
+        assert ".ai/open-memex:1: memory-folder: .ai/open-memex is a symbolic link in this commit" in result.out

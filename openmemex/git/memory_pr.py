@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..check import CheckInput
+from ..check import CheckInput, Problem
 from ..errors import MemexError, UsageError
 from ..gitinfo import RepoInfo, discover
 
@@ -56,7 +56,34 @@ def gather(cwd: Path, memory_dir: str, base_ref: str | None, paths: list[str]) -
     head = _head_tree(repo)
     blobs = _folder_blobs(repo, head, folder) if head is not None else {}
     files = [(path, _blob(repo, oid)) for path, oid in blobs.items()]
-    return Gathered(CheckInput(files, universe=files), "head")
+    shape = _folder_shape(head, folder) if head is not None else []
+    return Gathered(CheckInput(files, universe=files, problems=shape), "head")
+
+
+def _folder_shape(tree: pygit2.Tree, folder: str) -> list[Problem]:
+    """The memory folder must be a real folder in the commit. A symbolic link there (or at a
+    parent) is followed by every reader on a checkout, so the files behind it would reach
+    agents without any check: the commit fails instead."""
+    import pygit2
+
+    current: pygit2.Tree = tree
+    walked: list[str] = []
+    for part in folder.split("/"):
+        walked.append(part)
+        try:
+            entry = current[part]
+        except KeyError:
+            return []
+        if isinstance(entry, pygit2.Tree):
+            current = entry
+            continue
+        where = "/".join(walked)
+        what = "a symbolic link" if entry.filemode == pygit2.enums.FileMode.LINK else "a file"
+        return [Problem(where, 1, "memory-folder",
+                        f"{where} is {what} in this commit, where the memory folder {folder} must be a real folder "
+                        "(readers follow a link, so memories behind it would skip every check)",
+                        f"commit {folder} as a folder holding the memory files (git rm the link, git mv the files in)")]  # fmt: skip
+    return []
 
 
 def _open(info: RepoInfo) -> pygit2.Repository:
@@ -121,7 +148,8 @@ def _from_base(repo: pygit2.Repository, folder: str, ref: str, only: list[str]) 
         oid = base_files.get(path)
         return None if oid is None else _blob(repo, oid)
 
-    pr = CheckInput([(p, universe[p]) for p in wanted], base, list(universe.items()), deleted)
+    pr = CheckInput([(p, universe[p]) for p in wanted], base, list(universe.items()), deleted,
+                    _folder_shape(head.peel(pygit2.Tree), folder))  # fmt: skip
     return Gathered(pr, "base", str(merge_base))
 
 
