@@ -20,7 +20,7 @@ from . import index, paths, store
 from .config import Config, load_config
 from .errors import IndexDamaged, IndexReplaced, MemexError, UsageError
 from .index import Folder, Warn, warn_stderr
-from .locks import scope_lock
+from .locks import WAIT_S, scope_lock
 from .model import PERSONAL_KEY, RESERVED_SCOPES
 from .scope import ProjectScope, resolve_project
 
@@ -41,6 +41,7 @@ class Context:
     progress: Callable[[int, int], None] | None = None  # set by interactive surfaces
     watch: FolderWatch | None = None  # set by long-running surfaces (the MCP server)
     wrote: bool = False  # a memory file changed under this context: never run the command again
+    lock_wait_s: float = WAIT_S  # how long a write waits for another process's lock (hooks: less)
     _changes_at: int = field(default_factory=store.changes, repr=False)
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _db_ino: int | None = field(default=None, repr=False)
@@ -109,7 +110,7 @@ class Context:
     # -- locks ---------------------------------------------------------------------------
     def lock(self, *keys: str) -> AbstractContextManager[None]:
         """The cross-process write lock of these scope keys (see ``locks``)."""
-        return scope_lock(self.root, keys)
+        return scope_lock(self.root, keys, self.lock_wait_s)
 
     # -- index ---------------------------------------------------------------------------
     @property

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 EVENTS = ("session-start", "user-prompt", "stop")
 SESSION_TTL_S = 7 * 86400
+# init gives a hook 10 s (hookconf.EVENTS); another process holding the store's write lock that
+# long is stuck, so a capture gives up well before the host kills the hook (SQLite's own busy
+# wait, 5 s, comes on top of this)
+HOOK_LOCK_WAIT_S = 3.0
 
 
 def run(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
@@ -74,8 +78,12 @@ def run(event: str, stdin: IO[str] | None = None, stdout: IO[str] | None = None)
 
         line = str(exc) if isinstance(exc, MemexError) else summary(exc)
         _warnings.clear()  # the failure is the one line
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(f"open-memex hook {event}: {line}\n".encode("ascii", "backslashreplace").decode("ascii"))
+        from .terminal import safe
+
+        with contextlib.suppress(OSError, ValueError, LookupError):  # controls shown, never sent to the terminal
+            encoding = sys.stderr.encoding or "ascii"  # and what stderr cannot encode escaped, not an error
+            text = safe(f"open-memex hook {event}: {line}") + "\n"
+            sys.stderr.write(text.encode(encoding, "backslashreplace").decode(encoding))
     finally:
         _flush_warnings()
     return 0
@@ -115,7 +123,9 @@ def _context(payload: dict[str, Any]) -> Context:
 
     cwd = payload.get("cwd")
     here = Path(cwd) if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else Path.cwd()
-    return Context.load(cwd=here, warn=_warnings.append)
+    ctx = Context.load(cwd=here, warn=_warnings.append)
+    ctx.lock_wait_s = HOOK_LOCK_WAIT_S
+    return ctx
 
 
 def _output(event_name: str, context: str = "", message: str = "") -> dict[str, Any]:
@@ -138,7 +148,7 @@ def user_prompt(payload: dict[str, Any], found: Scan) -> dict[str, Any]:
     with ctx:
         saved, dropped = capture(ctx, found)
     told = [f"open-memex: remembered → {c.scope}: \"{_preview(c.body)}\" (id {c.id})" for c in saved]
-    told += [f"open-memex: \"{d.pattern}\" matched but nothing was saved: \"{d.body}\" is "
+    told += [f"open-memex: \"{d.pattern}\" matched but nothing was saved: \"{_preview(d.body)}\" is "
              + (f"{len(d.body)} characters (at least 3 needed)" if d.reason == "too-short" else "too long (2000 at most)")
              for d in dropped]  # fmt: skip
     return _output("UserPromptSubmit", handoff([(c.id, c.scope, c.body) for c in saved]), "\n".join(told))

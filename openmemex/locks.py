@@ -40,7 +40,7 @@ class _KeyLock:
 
     def acquire(self, wait_s: float) -> None:
         if not self.rlock.acquire(timeout=wait_s):
-            raise _busy(self.path)
+            raise _busy(self.path, wait_s)
         if self.depth == 0:
             try:
                 self.fd = _lock_file(self.path, wait_s)
@@ -57,9 +57,9 @@ class _KeyLock:
         self.rlock.release()
 
 
-def _busy(path: Path) -> StoreBusyError:
+def _busy(path: Path, wait_s: float) -> StoreBusyError:
     return StoreBusyError(
-        f"another open-memex has held the write lock {path.name} for {WAIT_S:.0f} s — nothing was changed; "
+        f"another open-memex has held the write lock {path.name} for {wait_s:.0f} s — nothing was changed; "
         "retry, and check for a hung open-memex process"
     )
 
@@ -88,7 +88,7 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
             except OSError:
                 if time.monotonic() > deadline:
                     os.close(fd)
-                    raise _busy(path) from None
+                    raise _busy(path, wait_s) from None
                 time.sleep(0.01)
 
     def _unlock_file(fd: int) -> None:
@@ -113,7 +113,7 @@ else:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     os.close(fd)
-                    raise _busy(path) from None
+                    raise _busy(path, wait_s) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
             except OSError as exc:  # a filesystem without flock (some network mounts): refuse, never write unlocked

@@ -232,6 +232,42 @@ def test_terminal_escapes_in_a_prompt_reach_no_terminal(git_repo: Path) -> None:
     assert "\x1b" not in document["systemMessage"]
 
 
+def test_terminal_escapes_in_a_dropped_capture_reach_no_terminal(git_repo: Path) -> None:
+    prompt = "remember that " + "\x1b]0;PWNED\x07\x1b[2J\u202eevil " * 150  # too long to save: dropped
+    document = json.loads(hook("user-prompt", claude_payload("UserPromptSubmit", git_repo, prompt=prompt), git_repo).out)
+    message = document["systemMessage"]
+    assert "too long" in message
+    assert not any(c in message for c in "\x1b\x07\u202e") and len(message) < 300
+
+
+def test_a_hook_error_line_is_safe_text(git_repo: Path) -> None:
+    result = hook("stop", "\x1b]0;PWNED\x07 not json", git_repo)
+    assert result.rc == 0
+    assert result.err == "open-memex hook stop: the agent host sent a payload that is not JSON \u2014 nothing done\n"
+
+
+def test_a_capture_gives_up_on_a_held_lock_before_the_host_does(git_repo: Path, data_root: Path) -> None:
+    """init gives a hook 10 s; another process holding the store's lock must not make every
+    prompt stall until the host kills the hook."""
+    import fcntl
+
+    from openmemex import paths
+    from openmemex.locks import lock_path
+    from openmemex.scope import resolve_project
+
+    key = resolve_project(git_repo).key
+    lock = lock_path(paths.data_root(), key)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.run([sys.executable, "-m", "openmemex", "hook", "user-prompt"],
+                              input=json.dumps(claude_payload("UserPromptSubmit", git_repo,
+                                                              prompt="remember that locks are short")),
+                              capture_output=True, text=True, cwd=git_repo, timeout=9)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "has held the write lock" in proc.stderr and "for 3 s" in proc.stderr
+
+
 def test_capture_can_be_turned_off(git_repo: Path, data_root: Path, cli: Any) -> None:
     assert cli("config", "set", "keywordCaptureEnabled", "false").rc == 0
     result = hook("user-prompt", claude_payload("UserPromptSubmit", git_repo, prompt="remember that x is y"), git_repo)
