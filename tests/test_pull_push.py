@@ -395,3 +395,76 @@ def test_pull_refuses_an_upstream_it_cannot_follow_with_the_reason(cli: Any, tea
                 "local": "tracks a local branch", "url": "rather than a named remote"}[setting]  # fmt: skip
     assert expected in result.err
     assert git("rev-parse", "HEAD", cwd=alice).strip() == old
+
+
+def test_push_goes_where_git_push_would(cli: Any, team: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """remote.pushDefault (a fork workflow) wins over the upstream's remote; a remote whose
+    push refspec sends branches elsewhere (Gerrit's refs/for/) is left to git; with no
+    upstream and no origin there is no destination (open-memex picked the first remote)."""
+    remote, alice, _ = team
+    fork = bare_remote(tmp_path / "fork.git")
+    git("remote", "add", "fork", f"file://{fork}", cwd=alice)
+    git("config", "remote.pushDefault", "fork", cwd=alice)
+    before = git("rev-parse", "main", cwd=remote).strip()
+    head = commit_file(alice, "mine.txt", "mine\n")
+    result = cli("push")
+    assert result.rc == 0, result.err
+    assert git("rev-parse", "main", cwd=fork).strip() == head
+    assert git("rev-parse", "main", cwd=remote).strip() == before  # the team's repository is untouched
+    git("config", "--unset", "remote.pushDefault", cwd=alice)
+    git("config", "remote.origin.push", "refs/heads/main:refs/for/main", cwd=alice)
+    result = cli("push")
+    assert result.rc == 1 and "remote.origin.push is configured" in result.err and "git push origin" in result.err
+    assert git("rev-parse", "main", cwd=remote).strip() == before
+    git("config", "--unset", "remote.origin.push", cwd=alice)
+    git("switch", "-q", "-c", "topic", cwd=alice)
+    git("remote", "rename", "origin", "company", cwd=alice)
+    result = cli("push")
+    assert result.rc == 1 and "no push destination for topic" in result.err
+    assert "topic" not in git("branch", "-r", cwd=alice)
+
+
+def test_pull_leaves_filtered_files_to_git(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    """libgit2 runs no smudge filter (Git LFS's way): such a pull is git's to do."""
+    _, alice, bob = team
+    commit_file(bob, ".gitattributes", "*.dat filter=up\n", "attributes")
+    commit_file(bob, "asset.dat", "payload data\n", "asset")
+    git("push", "-q", "origin", "main", cwd=bob)
+    git("config", "filter.up.smudge", "tr a-z A-Z", cwd=alice)
+    git("config", "filter.up.clean", "tr A-Z a-z", cwd=alice)
+    head = git("rev-parse", "HEAD", cwd=alice).strip()
+    result = cli("pull")
+    assert result.rc == 1
+    assert "asset.dat, which git converts with the up filter" in result.err and "git pull --ff-only" in result.err
+    assert git("rev-parse", "HEAD", cwd=alice).strip() == head and not (alice / "asset.dat").exists()
+    git("pull", "-q", "--ff-only", cwd=alice)
+    assert (alice / "asset.dat").read_text() == "PAYLOAD DATA\n"
+
+
+def test_pygit2_never_writes_past_a_local_remotes_receive_hook(cli: Any, team: tuple[Path, Path, Path]) -> None:
+    """libgit2 pushes to a local repository by writing its files: the hook never runs."""
+    remote, alice, _ = team
+    use(cli, "pygit2")
+    install_pre_receive(remote, "main is protected")
+    before = git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip()
+    commit_file(alice, "x.txt", "x\n")
+    result = cli("push")
+    assert result.rc == 1 and "local repository with a pre-receive hook" in result.err
+    assert "sync.transport git" in result.err
+    assert git("--git-dir", str(remote), "rev-parse", "main", cwd=alice).strip() == before
+
+
+def test_pygit2_refuses_a_shallow_fetch_from_a_local_remote(cli: Any, team: tuple[Path, Path, Path],
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    remote, _, bob = team
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{remote}", str(shallow)], check=True)
+    monkeypatch.chdir(shallow)
+    use(cli, "pygit2")
+    commit_file(bob, "more.txt", "more\n")
+    git("push", "-q", "origin", "main", cwd=bob)
+    result = cli("pull")
+    assert result.rc == 1 and "this clone is shallow" in result.err
+    assert (shallow / ".git" / "shallow").exists()
+    git("log", "--oneline", cwd=shallow)
+    git("fsck", cwd=shallow)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import freshness
 from ..context import Context
@@ -148,6 +148,7 @@ def pull(ctx: Context) -> PullReport:
         old_tree = repo.revparse_single(str(old)).peel(pygit2.Tree)
         paths = [d.new_file.path or d.old_file.path for d in old_tree.diff_to_tree(new_tree).deltas]
     _refuse_staged_in_the_way(repo, paths)
+    _refuse_filters(repo, paths, new)
     message = f"pull: Fast-forward {str(old)[:8]}..{str(new)[:8]}" if old is not None else "pull: initial pull"
     pristine = _as_in_head(repo, old, paths)
     try:
@@ -261,6 +262,29 @@ def _refuse_staged_in_the_way(repo: pygit2.Repository, paths: list[str]) -> None
         )
 
 
+def _refuse_filters(repo: pygit2.Repository, paths: list[str], new: pygit2.Oid) -> None:
+    """libgit2 runs no external filters (Git LFS's smudge, any ``filter.<driver>``) and no
+    ``working-tree-encoding``: a checkout of such a file writes what the repository stores
+    (an LFS pointer, the clean form) where git writes the real content — and the index then
+    calls it clean. Refused before a file is touched, with git named to do it."""
+    import pygit2
+
+    flags = pygit2.enums.AttrCheck.FILE_THEN_INDEX | pygit2.enums.AttrCheck.INCLUDE_COMMIT
+    for path in paths:
+        try:
+            driver = repo.get_attr(path, "filter", flags, new)
+            encoding = repo.get_attr(path, "working-tree-encoding", flags, new)
+        except (pygit2.GitError, ValueError):
+            continue
+        configured = isinstance(driver, str) and any(
+            _config(repo, f"filter.{driver}.{kind}") for kind in ("smudge", "process", "clean", "required")
+        )  # fmt: skip
+        if configured or isinstance(encoding, str):
+            what = f"the {driver} filter" if configured else f"working-tree-encoding={encoding}"
+            raise MemexError(f"this pull changes {path}, which git converts with {what} (Git LFS works this way) "
+                             "and open-memex cannot; nothing was changed — pull with `git pull --ff-only`")  # fmt: skip
+
+
 @dataclass
 class PushReport:
     branch: str
@@ -279,23 +303,20 @@ def push(ctx: Context) -> PushReport:
     assert name is not None
     local = repo.branches.local[name]
     upstream = local.upstream
-    if upstream is not None:
-        remote = str(upstream.remote_name)
-        try:
-            merge_ref = str(repo.config[f"branch.{name}.merge"])
-        except KeyError:
-            merge_ref = f"refs/heads/{name}"
+    remote = _push_remote(gitrepo, name, None if upstream is None else str(upstream.remote_name))
+    merge_ref = f"refs/heads/{name}"
+    if upstream is not None and remote == str(upstream.remote_name):
+        merge_ref = _config(repo, f"branch.{name}.merge") or merge_ref
         if merge_ref != f"refs/heads/{name}" and (gitrepo.config_value("push", "default") or "simple") != "upstream":
             raise MemexError(
                 f"{name} tracks {upstream.shorthand}, a branch with another name; open-memex pushes only to a "
                 f"branch of the same name (as `git push` does) — publish it with `git push -u {remote} {name}`"
             )
-    else:
-        names = list(repo.remotes.names())
-        if not names:
-            raise MemexError("this repository has no remote — add one with `git remote add origin <url>`")
-        remote = "origin" if "origin" in names else names[0]
-        merge_ref = f"refs/heads/{name}"
+    if _push_refspecs(repo, remote):
+        raise MemexError(
+            f"remote.{remote}.push is configured (e.g. refs/for/… for a review server); open-memex pushes a branch "
+            f"only to the branch of the same name, which that setting says not to — push with `git push {remote}`"
+        )
     transport = _transport(ctx)
     result = transport.push(gitrepo.workdir, remote, local.name, merge_ref)
     set_upstream = False
@@ -303,6 +324,40 @@ def push(ctx: Context) -> PushReport:
         _set_upstream(gitrepo, name, remote, merge_ref, str(result.new_target))
         set_upstream = True
     return PushReport(name, remote, str(result.new_target), set_upstream)
+
+
+def _push_remote(gitrepo: GitRepo, branch: str, upstream_remote: str | None) -> str:
+    """Where `git push` would push ``branch``: ``branch.<name>.pushRemote``, then
+    ``remote.pushDefault``, then the upstream's remote, then ``origin`` — and, like git,
+    nowhere when none of them names a remote this repository has."""
+    repo = gitrepo.repo
+    names = list(repo.remotes.names())
+    if not names:
+        raise MemexError("this repository has no remote — add one with `git remote add origin <url>`")
+    chosen = (_config(repo, f"branch.{branch}.pushRemote") or _config(repo, "remote.pushDefault")
+              or upstream_remote or ("origin" if "origin" in names else None))  # fmt: skip
+    if chosen is None:
+        raise MemexError(f"no push destination for {branch}: it has no upstream and there is no remote called origin "
+                         f"— push once with `git push -u <remote> {branch}` (remotes: {', '.join(names)})")  # fmt: skip
+    if chosen not in names:
+        raise MemexError(f"{branch} is set to push to {chosen!r}, which is not a remote of this repository — "
+                         f"check `git config --get-regexp 'push|remote'` (remotes: {', '.join(names)})")  # fmt: skip
+    return chosen
+
+
+def _config(repo: Any, key: str) -> str | None:
+    try:
+        value = str(repo.config[key]).strip()
+    except (KeyError, ValueError):
+        return None
+    return value or None
+
+
+def _push_refspecs(repo: Any, remote: str) -> list[str]:
+    try:
+        return [str(v) for v in repo.config.get_multivar(f"remote.{remote}.push")]
+    except (KeyError, ValueError):
+        return []
 
 
 def _set_upstream(gitrepo: GitRepo, branch: str, remote: str, merge_ref: str, sha: str) -> None:

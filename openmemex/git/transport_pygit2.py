@@ -67,6 +67,33 @@ def pre_push_hook(workdir: Path) -> str | None:
     hook = folder / "pre-push"
     return str(hook) if hook.is_file() and os.access(hook, os.X_OK) else None
 
+SERVER_HOOKS = ("pre-receive", "update", "proc-receive", "post-receive", "post-update", "reference-transaction")
+
+
+def local_repository(url: str, workdir: Path) -> Path | None:
+    """The repository a local remote (a path, or ``file://``) names; None for a network URL.
+    libgit2 reaches a local repository by reading and writing its files itself: no receive
+    hooks run there, and a shallow clone's fetch from it drops ``.git/shallow``."""
+    if url.startswith("file://"):
+        path = Path(urlsplit(url).path)
+    elif "://" in url or re.match(r"^[^/\\]+:", url):  # a scheme, or scp-like host:path
+        return None
+    else:
+        path = Path(os.path.expanduser(url))
+    return path if path.is_absolute() else (workdir / path)
+
+
+def _server_hooks(repository: Path) -> list[str]:
+    from ..gitinfo import config_value
+
+    git_dir = repository / ".git" if (repository / ".git").exists() else repository
+    configured = config_value("core", "hooksPath", git_dir)
+    folder = Path(os.path.expanduser(configured)) if configured else git_dir / "hooks"
+    if not folder.is_absolute():
+        folder = repository / folder
+    return [name for name in SERVER_HOOKS if (folder / name).is_file() and os.access(folder / name, os.X_OK)]
+
+
 class Pygit2Transport:
     """Fetch and push in-process (no git executable needed)."""
 
@@ -81,6 +108,12 @@ class Pygit2Transport:
         repo = _open(workdir)
         try:
             handle = _remote(repo, remote)
+            if repo.is_shallow and local_repository(handle.url or "", workdir) is not None:
+                raise TransportError(
+                    f"this clone is shallow and {remote} is a local repository, which libgit2 fetches from without "
+                    "keeping the clone's shallow boundary (it would break the clone) — nothing was fetched; use your "
+                    "own git: `open-memex config set sync.transport git` (or `git pull`)"
+                )
             callbacks = self.make_callbacks(workdir, handle.url or "")
             try:
                 handle.fetch(callbacks=callbacks, proxy=True)
@@ -109,6 +142,14 @@ class Pygit2Transport:
                     f"cannot push {local}: no such ref in {workdir} — check the branch name (`git branch`)"
                 )
             target = str(ref.resolve().target)
+            there = local_repository(handle.url or "", workdir)
+            hooks = _server_hooks(there) if there is not None else []
+            if hooks:
+                raise TransportError(
+                    f"{remote} is a local repository with a {hooks[0]} hook, which libgit2 does not run when it "
+                    "writes there itself — nothing was pushed; push with your own git: "
+                    "`open-memex config set sync.transport git` (or `git push`)"
+                )
             callbacks = self.make_callbacks(workdir, handle.url or "")
             try:
                 handle.push([f"{local}:{dst}"], callbacks=callbacks, proxy=True)
