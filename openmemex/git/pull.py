@@ -262,7 +262,7 @@ def _refuse_staged_in_the_way(repo: pygit2.Repository, paths: list[str]) -> None
         )
 
 
-def _refuse_filters(repo: pygit2.Repository, paths: list[str], new: pygit2.Oid) -> None:
+def _refuse_filters(repo: pygit2.Repository, paths: list[str], new: pygit2.Oid | str) -> None:
     """libgit2 runs no external filters (Git LFS's smudge, any ``filter.<driver>``) and no
     ``working-tree-encoding``: a checkout of such a file writes what the repository stores
     (an LFS pointer, the clean form) where git writes the real content — and the index then
@@ -331,7 +331,7 @@ def _push_remote(gitrepo: GitRepo, branch: str, upstream_remote: str | None) -> 
     ``remote.pushDefault``, then the upstream's remote, then ``origin`` — and, like git,
     nowhere when none of them names a remote this repository has."""
     repo = gitrepo.repo
-    names = list(repo.remotes.names())
+    names = [str(n) for n in repo.remotes.names()]
     if not names:
         raise MemexError("this repository has no remote — add one with `git remote add origin <url>`")
     chosen = (_config(repo, f"branch.{branch}.pushRemote") or _config(repo, "remote.pushDefault")
