@@ -182,3 +182,66 @@ def test_sync_status_names_resolve_for_a_conflicted_memory(cli: Any, git_repo: P
     assert {"path": rel, "status": "conflicted"} in status["uncommitted"]
     assert any(step.startswith("open-memex resolve") for step in status["next"])
     assert not any(step.startswith("commit the memory files") for step in status["next"])
+
+
+def _hook(repo: Path, name: str, body: str) -> None:
+    hook = repo / ".git" / "hooks" / name
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\n" + body)
+    hook.chmod(0o755)
+
+
+def test_a_refusing_pre_commit_hook_stops_submit(cli: Any, git_repo: Path, data_root: Path) -> None:
+    _hook(git_repo, "pre-commit", 'echo "pre-commit: no direct commits on main" >&2\nexit 1\n')
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    memory = draft(cli, "a memory the team's hook holds back")
+    result = cli("submit", memory)
+    assert result.rc == 1
+    assert "pre-commit hook refused the submit commit (exit 1): pre-commit: no direct commits on main" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo).strip() == head
+    assert not (git_repo / MEMDIR / f"{memory}.md").exists()  # nothing written stays behind
+    assert json.loads(cli("show", memory, "--json").out)["location"] == "outbox"
+    result = cli("submit", memory, "--no-verify")
+    assert result.rc == 0, result.err
+    assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head
+
+
+def test_pre_commit_sees_only_the_submit_and_commit_msg_may_edit_the_message(cli: Any, git_repo: Path) -> None:
+    (git_repo / "README.md").write_text("my unstaged edit\n")
+    _hook(git_repo, "pre-commit", 'git diff --cached --name-only > "$(git rev-parse --git-dir)/seen"\n')
+    _hook(git_repo, "commit-msg", 'printf "\\nReviewed-by: hook\\n" >> "$1"\n')
+    _hook(git_repo, "post-commit", 'touch "$(git rev-parse --git-dir)/post"\nexit 3\n')
+    memory = draft(cli, "a memory committed past the team's hooks")
+    result = cli("submit", memory)
+    assert result.rc == 0, result.err
+    seen = (git_repo / ".git" / "seen").read_text().split()
+    assert seen == [f"{MEMDIR}/.gitattributes", f"{MEMDIR}/{memory}.md"]
+    assert git("log", "-1", "--format=%B", cwd=git_repo).rstrip().endswith("Reviewed-by: hook")
+    assert (git_repo / ".git" / "post").exists()
+    assert (git_repo / "README.md").read_text() == "my unstaged edit\n"
+    assert not list((git_repo / ".git").glob("open-memex-index.*"))
+
+
+def test_a_pre_commit_hook_that_stages_more_is_refused(cli: Any, git_repo: Path) -> None:
+    (git_repo / "extra.txt").write_text("not ours\n")
+    _hook(git_repo, "pre-commit", "git add extra.txt\n")
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    result = cli("submit", draft(cli, "a hook must not widen the submit commit"))
+    assert result.rc == 1 and "changed what the submit commit would hold" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo).strip() == head
+    assert "extra.txt" not in git("ls-files", cwd=git_repo)
+
+
+def test_the_real_pre_commit_framework_runs_on_submit(cli: Any, git_repo: Path) -> None:
+    (git_repo / ".pre-commit-config.yaml").write_text(
+        "repos:\n- repo: local\n  hooks:\n  - id: no-memory-files\n    name: no memory files\n"
+        "    language: fail\n    entry: memory files need a ticket\n    files: \\.md$\n"
+    )
+    git("add", ".pre-commit-config.yaml", cwd=git_repo)
+    git("commit", "-q", "-m", "pre-commit", cwd=git_repo)
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=git_repo, check=True, capture_output=True)
+    (git_repo / "README.md").write_text("my unstaged edit\n")
+    result = cli("submit", draft(cli, "a memory the framework refuses"))
+    assert result.rc == 1 and "pre-commit hook refused" in result.err and "memory files need a ticket" in result.err
+    assert (git_repo / "README.md").read_text() == "my unstaged edit\n"
+    assert git("status", "--porcelain", cwd=git_repo).strip() == "M README.md"

@@ -10,7 +10,8 @@ from cyclopts import Parameter
 from .output import Flag, emit_json, note, open_context, out
 
 
-def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag = False, json: Flag = False) -> int:
+def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag = False, no_verify: Flag = False,
+           json: Flag = False) -> int:  # fmt: skip
     """Commit outbox drafts into the repository for review.
 
     The drafts are copied into .ai/open-memex/ as `proposed` (approved stays approved),
@@ -26,13 +27,15 @@ def submit(ids: list[str], /, *, branch: str | None = None, allow_unsigned: Flag
         Create (or switch to) this branch first — only when you ask for it.
     allow_unsigned
         Commit even though commit.gpgsign is set (open-memex cannot sign).
+    no_verify
+        Skip the repository's pre-commit and commit-msg hooks (as `git commit --no-verify`).
     json
         Print one JSON document.
     """
     from ..git.submit import submit as run_submit
 
     with open_context() as ctx:
-        report = run_submit(ctx, ids, branch=branch, allow_unsigned=allow_unsigned)
+        report = run_submit(ctx, ids, branch=branch, allow_unsigned=allow_unsigned, verify=not no_verify)
     for notice in report.notices:
         note(f"open-memex: {notice}")
     if not report.index_refreshed and report.commit:

@@ -4,7 +4,8 @@ branch containing only those files (D26, D36; notes/git-and-pygit2.md §2.3).
 The commit's tree is built from HEAD's tree in a separate in-memory index, so whatever the
 user has staged stays staged and out of our commit; ``create_commit("HEAD", …)`` is a
 compare-and-swap on the branch tip; afterwards only our paths are refreshed in the real
-index. libgit2 runs no hooks, so the secret scanner runs here, before anything is written.
+index. libgit2 runs no hooks: the secret scanner runs here, before anything is written, and
+the repository's commit hooks are run as ``git commit --only`` would (``commit_hooks``).
 
 Once the commit exists its files are never deleted again: a locked index only means the
 index could not be refreshed, which is reported with the exact repair command and owed to
@@ -31,6 +32,7 @@ from ..memfile import MemoryFileError, read_memory, serialize
 from ..model import Memory
 from ..redact import find_secrets_in_memory_file
 from ..review import apply_transition, default_reviewer
+from .commit_hooks import HookRun
 from .repo import GITATTRIBUTES, GitRepo, check_memory_folder, ensure_gitattributes, open_repo
 
 if TYPE_CHECKING:
@@ -83,16 +85,18 @@ def _signing_required(gitrepo: GitRepo) -> bool:
     return value in ("true", "yes", "on", "1")
 
 
-def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsigned: bool = False) -> SubmitReport:
+def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsigned: bool = False,
+           verify: bool = True) -> SubmitReport:  # fmt: skip
     if not ids:
         raise UsageError("name the drafts to submit: open-memex submit ID [ID…] (see `open-memex sync-status`)")
     # under the project's write lock: a supersede or forget of a draft cannot interleave
     # with moving it from the outbox into the repository (docs/protocol.md, Consistency)
     with ctx.lock(ctx.project.key):
-        return _submit_locked(ctx, ids, branch, allow_unsigned)
+        return _submit_locked(ctx, ids, branch, allow_unsigned, verify)
 
 
-def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsigned: bool) -> SubmitReport:
+def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsigned: bool,
+                   verify: bool = True) -> SubmitReport:  # fmt: skip
     gitrepo = open_repo(ctx)
     _refresh_owed(gitrepo)
     freshness.sync(ctx, "project", kind="submit")
@@ -188,7 +192,7 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
                 paths.append(attributes)  # ours, never committed (e.g. an interrupted first submit)
             # 3. commit only our paths, then refresh only them in the real index
             message = commit_message([p.stem for p in paths if p != attributes])
-            result = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity)
+            result = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity, verify)
         except BaseException:
             for path in created:  # once a commit holds a file, it is never deleted (item 12)
                 if result is None and not _committed(gitrepo, path):
@@ -303,7 +307,8 @@ def repair_command(gitrepo: GitRepo, rel_paths: list[str]) -> str:
 
 
 def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
-                 identity: tuple[pygit2.Signature, pygit2.Signature] | None = None) -> CommitResult:  # fmt: skip
+                 identity: tuple[pygit2.Signature, pygit2.Signature] | None = None,
+                 verify: bool = True) -> CommitResult:  # fmt: skip
     """Commit exactly ``rel_paths`` (as in the work tree) on top of HEAD. Only our own files
     are ever committed: ``<memoryDir>/<ULID>.md`` and ``<memoryDir>/.gitattributes`` — never a
     temp file a killed writer left behind, nor anything else in the folder (item 16)."""
@@ -335,6 +340,8 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
     if not unborn and tree == repo.head.peel(pygit2.Commit).tree.id:
         return CommitResult(str(repo.head.target), _refresh_index(gitrepo, rel_paths))
     author, committer = identity or (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
+    hooks = HookRun(gitrepo, verify)
+    message = hooks.before(tmp, message)  # the team's pre-commit and commit-msg may refuse it
     # owed before the commit exists: a process killed between the commit and the index refresh
     # (kill -9, a power cut) leaves the index without our files, and the next `git commit -a`
     # would delete them; the next submit pays the debt (only where HEAD holds the work tree's file)
@@ -347,7 +354,9 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
             f"could not commit ({exc}) — the branch moved or is locked by another git command; "
             "nothing was committed, run the command again"
         ) from None
-    return CommitResult(str(oid), _refresh_index(gitrepo, rel_paths))
+    result = CommitResult(str(oid), _refresh_index(gitrepo, rel_paths))
+    hooks.after()
+    return result
 
 
 def _refresh_index(gitrepo: GitRepo, rel_paths: list[str], attempts: int = 20) -> bool:

@@ -1,0 +1,125 @@
+"""The repository's commit hooks around a submit commit, as ``git commit --only <paths>``
+runs them: libgit2 runs no hooks, and a team's ``pre-commit`` or ``commit-msg`` check is not
+ours to skip (session-8 review: a hook exiting 1 stopped ``git commit`` but not ``submit``).
+
+Git's order: ``pre-commit`` with ``GIT_INDEX_FILE`` naming a temporary index that holds HEAD
+plus the paths being committed; ``prepare-commit-msg FILE message``; ``commit-msg FILE``; the
+commit; ``post-commit`` (its exit ignored). A hook's output is captured — the MCP server's
+stdout is its protocol — and its last lines name the refusal. ``--no-verify`` skips the two
+that can refuse, as it does for git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import MemexError
+from ..gitinfo import config_value
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from .repo import GitRepo
+
+TAIL_LINES = 8
+
+
+def hook_path(gitrepo: GitRepo, name: str) -> Path | None:
+    """The hook git would run: ``core.hooksPath`` (relative: from the work tree's top), else
+    ``<common git dir>/hooks``; only an executable file counts, as for git."""
+    git_dir = Path(gitrepo.repo.path)
+    configured = config_value("core", "hooksPath", git_dir)
+    if configured:
+        folder = Path(os.path.expanduser(configured))
+        if not folder.is_absolute():
+            folder = gitrepo.workdir / folder
+    else:
+        common = Path(getattr(gitrepo.repo, "commondir", None) or git_dir)
+        folder = common / "hooks"
+    hook = folder / name
+    return hook if hook.is_file() and os.access(hook, os.X_OK) else None
+
+
+@dataclass
+class HookRun:
+    """The hooks of one commit: ``before`` runs the refusing ones and returns the message
+    (a hook may rewrite it); ``after`` runs post-commit."""
+
+    gitrepo: GitRepo
+    verify: bool = True
+
+    def before(self, index: pygit2.Index, message: str) -> str:
+        """Run pre-commit (on ``index`` written to a temporary file), prepare-commit-msg
+        and commit-msg; raise a ``MemexError`` when one refuses or pre-commit changed what
+        would be committed. Returns the commit message as the hooks left it."""
+        names = ("pre-commit", "prepare-commit-msg", "commit-msg") if self.verify else ("prepare-commit-msg",)
+        hooks = {name: hook_path(self.gitrepo, name) for name in names}
+        if not any(hooks.values()):
+            return message
+        git_dir = Path(self.gitrepo.repo.path)
+        index_file = git_dir / f"open-memex-index.{os.getpid()}"
+        message_file = git_dir / "COMMIT_EDITMSG"
+        try:
+            tree = index.write_tree(self.gitrepo.repo)
+            if hooks.get("pre-commit") is not None:
+                self._write_index(index, index_file)
+                self._run("pre-commit", hooks["pre-commit"], [], index_file)
+                if self._tree_of(index_file) != tree:
+                    raise MemexError("the pre-commit hook changed what the submit commit would hold — nothing was "
+                                     "committed; run the hook's fixes yourself (or `--no-verify`), then retry")  # fmt: skip
+            message_file.write_text(message, encoding="utf-8")
+            if hooks.get("prepare-commit-msg") is not None:
+                self._run("prepare-commit-msg", hooks["prepare-commit-msg"], [str(message_file), "message"], None)
+            if hooks.get("commit-msg") is not None:
+                self._run("commit-msg", hooks["commit-msg"], [str(message_file)], None)
+            text = message_file.read_text("utf-8", errors="replace")
+        except OSError as exc:
+            raise MemexError(f"cannot run the repository's commit hooks ({exc.strerror or exc}) — nothing was "
+                             "committed; check .git/hooks (or core.hooksPath), or pass --no-verify") from None  # fmt: skip
+        finally:
+            index_file.unlink(missing_ok=True)
+        lines = [line for line in text.splitlines() if not line.startswith("#")]
+        cleaned = "\n".join(lines).strip()
+        if not cleaned:
+            raise MemexError("a commit-msg hook left the submit commit's message empty — nothing was committed")
+        return cleaned + "\n"
+
+    def after(self) -> None:
+        hook = hook_path(self.gitrepo, "post-commit")
+        if hook is not None:
+            with contextlib.suppress(OSError):  # git ignores post-commit's outcome too
+                self._run("post-commit", hook, [], None, check=False)
+
+    def _write_index(self, index: pygit2.Index, path: Path) -> None:
+        import pygit2
+
+        on_disk = pygit2.Index(str(path))
+        for entry in index:
+            on_disk.add(entry)
+        on_disk.write()
+
+    def _tree_of(self, path: Path) -> pygit2.Oid:
+        import pygit2
+
+        return pygit2.Index(str(path)).write_tree(self.gitrepo.repo)
+
+    def _run(self, name: str, hook: Path | None, args: list[str], index_file: Path | None, check: bool = True) -> None:
+        assert hook is not None
+        env = {**os.environ, "GIT_EDITOR": ":"}
+        if index_file is not None:
+            env["GIT_INDEX_FILE"] = str(index_file)
+        proc = subprocess.run([str(hook), *args], cwd=self.gitrepo.workdir, env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)  # fmt: skip
+        if check and proc.returncode != 0:
+            from ..terminal import safe
+
+            output = proc.stdout.decode("utf-8", errors="replace").strip().splitlines()
+            said = " | ".join(line.strip() for line in output[-TAIL_LINES:] if line.strip())
+            raise MemexError(f"the repository's {name} hook refused the submit commit (exit {proc.returncode})"
+                             + (f": {safe(said)}" if said else "")
+                             + " — nothing was committed; fix what it reports (or pass --no-verify), then retry")  # fmt: skip
