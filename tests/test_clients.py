@@ -230,3 +230,31 @@ def test_claude_json_keeps_every_unrelated_key(cli: Any, data_root: Path) -> Non
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert cli("uninstall", "--client", "claude").rc == 0
     assert path.read_text() == text  # the same bytes as before init
+
+
+HAND_WRITTEN = """{
+  "theme": "dark",
+  "ui": {"panels": ["files", "chat"], "zoom": 1.50, "retryMs": 1e3},
+  "greeting": "caf\\u00e9",
+  "%s": {
+    "other": {"command": "npx", "args": ["-y", "@acme/other-server"]}
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("client", JSON_CLIENTS)
+def test_init_then_uninstall_gives_a_hand_written_file_back_byte_for_byte(cli: Any, client: str, data_root: Path) -> None:
+    """Both re-serialised the whole file: inline arrays and objects reflowed one value per
+    line, ``1e3`` became ``1000.0``, ``1.50`` became ``1.5``, ``\\u00e9`` became ``é``."""
+    path = user_file(client, home())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = HAND_WRITTEN % SECTION[client]
+    path.write_text(text)
+    assert init(cli, client).rc == 0
+    after = path.read_text()
+    assert_entry(client, ours(client, path), data_root)
+    assert after.startswith(text.split('    "other"')[0])  # every line before our entry, byte for byte
+    assert '    "other": {"command": "npx", "args": ["-y", "@acme/other-server"]},\n' in after
+    assert cli("uninstall", "--client", client, "--yes").rc == 0
+    assert path.read_text() == text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openmemex.clients import fileio, jsonconf, registry, tomlconf
+from openmemex.clients import fileio, hookconf, jsonconf, registry, tomlconf, wiring
 from openmemex.clients.entry import ServerEntry
 from openmemex.clients.registry import plain_shape
 
@@ -31,11 +31,54 @@ def test_lenient_reading(text: str, expected: dict[str, object] | None) -> None:
     assert jsonconf.read_lenient(text) == expected
 
 
-def test_plain_json_layout_round_trip() -> None:
-    text = '{\n\t"a": {\n\t\t"b": [1, 2.5, "é"]\n\t}\n}'
-    doc, layout = jsonconf.parse(text)
-    assert layout.indent == "\t" and not layout.final_newline
-    assert jsonconf.dump(doc, layout) == '{\n\t"a": {\n\t\t"b": [\n\t\t\t1,\n\t\t\t2.5,\n\t\t\t"é"\n\t\t]\n\t}\n}'
+def test_an_empty_file_is_written_in_its_layout() -> None:
+    doc, source = jsonconf.parse("\ufeff \r\n")
+    assert doc == {} and source.layout.bom
+    doc["a"] = {"b": [1, 2.5, "é"]}
+    assert jsonconf.edit(source, doc) == '\ufeff{\n  "a": {\n    "b": [\n      1,\n      2.5,\n      "é"\n    ]\n  }\n}\n'
+
+
+ENTRY = ServerEntry("/opt/bin/open-memex", ("mcp",), {"OPEN_MEMEX_HOME": "/data/open-memex"})
+HAND_WRITTEN = [
+    # inline arrays and objects, number spellings, an escape: re-serialising changed each of them
+    '{\n  "permissions": {"allow": ["Bash(ls:*)", "Read"], "deny": []},\n'
+    '  "env": {"GREETING": "caf\\u00e9", "RETRY_MS": 1e3, "RATIO": 1.50}\n}\n',
+    '\ufeff{\r\n\t"a": [1, 2.50],\r\n\t"mcpServers": {\r\n\t\t"other": {"command": "x"}\r\n\t},\r\n'
+    '\t"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]}\r\n}',
+    '{"a":1E3,"mcp":{"other":{"command":["x"]}},"hooks":{"PreToolUse":[]}}',
+    '{"title": "\\ud83d cut", "n": -0.0, "big": 12345678901234567890}\n',
+    "{}",
+]
+
+
+@pytest.mark.parametrize("original", HAND_WRITTEN)
+@pytest.mark.parametrize("client", ["cursor", "opencode", "zed"])
+def test_json_add_then_remove_gives_the_original_bytes_back(client: str, original: str) -> None:
+    """init + uninstall re-serialised the whole file: inline arrays reflowed, 1e3 became
+    1000.0, 1.50 became 1.5, \\u00e9 became é. Only our entry's text goes in and out now."""
+    added = wiring.add(registry.get(client), original, ENTRY, force=False)
+    assert added.action == "added" and added.text is not None, added
+    removed = wiring.remove(registry.get(client), added.text, had_backup=True, entry=ENTRY)
+    assert removed.action == "removed" and removed.text == original
+
+
+@pytest.mark.parametrize("original", HAND_WRITTEN)
+def test_json_hooks_add_then_remove_gives_the_original_bytes_back(original: str) -> None:
+    added = hookconf.add(original, ENTRY, force=False)
+    assert added.action == "added" and added.text is not None, added
+    assert json.loads(added.text.removeprefix("\ufeff"))["hooks"]["Stop"][-1]["hooks"][0]["command"].endswith(" hook stop")
+    removed = hookconf.remove(added.text, had_backup=True, data_root="/data/open-memex")
+    assert removed.action == "removed" and removed.text == original
+
+
+def test_json_forced_entry_changes_only_its_own_values() -> None:
+    text = ('{\n  "mcpServers": {\n    "open-memex": {"command": "/old/open-memex", "args": ["mcp"], "env": {}},\n'
+            '    "other": {"command": "x", "timeout": 1.50}\n  },\n  "zoom": 1e3\n}\n')  # fmt: skip
+    forced = wiring.add(registry.get("cursor"), text, ENTRY, force=True)
+    assert forced.action == "updated" and forced.text is not None
+    assert '    "other": {"command": "x", "timeout": 1.50}\n  },\n  "zoom": 1e3\n}\n' in forced.text
+    assert json.loads(forced.text)["mcpServers"]["open-memex"] == registry.cursor_shape(ENTRY)
+    assert forced.text.startswith('{\n  "mcpServers": {\n    "open-memex": {"command": "/opt/bin/open-memex", "args": ["mcp", ')
 
 
 CODEX = """# top comment
@@ -63,6 +106,12 @@ model = "mini"
         "[mcp_servers.a]\ncommand = 'a'\n\n\n",
         'mcp_servers = { a = { command = "x" } }\n',
         "[mcp_servers]\na.command = 'x'\n",
+        'model = "o3"',  # no final newline: init + uninstall added one
+        'model = "o3"\n\n\n',  # trailing blank lines: one was lost
+        'model = "o3"\n\n',
+        '# c\r\nmodel = "o3"\r\n',  # CRLF: init appended LF lines (mixed endings)
+        'model = "o3"\r\n\r\n',
+        'model = "o3"\r\n[x]\r\ny = 1',
     ],
 )
 def test_toml_add_then_remove_gives_the_original_back(original: str) -> None:
@@ -72,11 +121,14 @@ def test_toml_add_then_remove_gives_the_original_back(original: str) -> None:
     assert data["mcp_servers"]["open-memex"] == OURS
     if "{" not in original and "a.command" not in original:
         assert added.text.startswith(original)  # appended: every byte before it kept
+        newline = "\r\n" if "\r\n" in original else "\n"
+        rest = added.text[len(original) :].replace(newline, "")
+        assert "\n" not in rest and "\r" not in rest  # the file's own line ending, and only that
     removed = tomlconf.remove(added.text, had_backup=True)
     assert removed.action == "removed"
     assert tomllib.loads(removed.text or "") == tomllib.loads(original)
     if "{" not in original and "a.command" not in original:
-        assert (removed.text or "").rstrip("\n") == original.rstrip("\n")
+        assert removed.text == original  # byte for byte
 
 
 def test_toml_our_table_in_the_middle_is_cut_cleanly() -> None:

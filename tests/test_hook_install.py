@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openmemex.clients.hookconf import EVENTS, document, event_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +83,7 @@ def test_a_different_hook_of_ours_is_kept_unless_forced(cli: Any, tmp_path: Path
     assert ours(json.loads(path.read_text()))["Stop"][0] != "/old/bin/open-memex hook stop"
 
 
-def test_jsonc_settings_are_left_untouched_with_a_snippet(cli: Any, tmp_path: Path) -> None:
+def test_jsonc_settings_are_left_untouched_with_a_snippet(cli: Any, tmp_path: Path, data_root: Path) -> None:
     path = settings(tmp_path / "home")
     path.parent.mkdir(parents=True)
     text = '{\n  // my settings\n  "model": "opus",\n}\n'
@@ -90,6 +92,68 @@ def test_jsonc_settings_are_left_untouched_with_a_snippet(cli: Any, tmp_path: Pa
     action = next(a for a in json.loads(result.out)["actions"] if a["kind"] == "hooks")
     assert action["action"] == "manual" and "UserPromptSubmit" in action["snippet"]
     assert path.read_text() == text
+    # the snippet is what init merges: pinned to this data root like the MCP entry (it was
+    # not, so pasting it gave hooks that a rerun of init called "a different hook")
+    snippet = json.loads(action["snippet"])
+    assert set(ours(snippet)) == {name for name, _, _ in EVENTS}
+    for commands in ours(snippet).values():
+        assert commands[0].startswith(f"OPEN_MEMEX_HOME={data_root} ")
+    path.write_text(action["snippet"])  # pasted as told
+    again = cli("init", "--client", "claude", "--yes", "--json")
+    action = next(a for a in json.loads(again.out)["actions"] if a["kind"] == "hooks")
+    assert (action["action"], action["detail"]) == ("kept", "hooks already installed")
+    assert path.read_text() == json.dumps(snippet, indent=2)
+
+
+def test_init_then_uninstall_gives_hand_written_settings_back_byte_for_byte(cli: Any, tmp_path: Path) -> None:
+    """Both re-serialised settings.json: inline arrays and objects reflowed, ``1e3`` became
+    ``1000.0``, ``1.50`` became ``1.5``, ``\\u00e9`` became ``é``."""
+    path = settings(tmp_path / "home")
+    path.parent.mkdir(parents=True)
+    text = ('{\n  "permissions": {"allow": ["Bash(ls:*)", "Read"], "deny": []},\n'
+            '  "env": {"GREETING": "caf\\u00e9", "RETRY_MS": 1e3, "RATIO": 1.50}\n}\n')  # fmt: skip
+    path.write_text(text)
+    assert cli("init", "--client", "claude", "--yes").rc == 0
+    after = path.read_text()
+    assert after.startswith(text[: text.rindex("}")].rstrip("\n") + ',\n  "hooks": {\n    "SessionStart": [\n')
+    assert set(ours(json.loads(after))) == {name for name, _, _ in EVENTS}
+    assert cli("uninstall", "--client", "claude", "--yes").rc == 0
+    assert path.read_text() == text
+
+
+def test_uninstall_keeps_the_hooks_and_skill_of_another_data_root(cli: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Uninstall with data root B kept A's MCP entry ("another data root") but deleted A's
+    hooks — and settings.json with them — and the skill A still uses."""
+    home = tmp_path / "home"
+    root_a, root_b = tmp_path / "dataA", tmp_path / "dataB"
+    path = settings(home)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "model": "opus"\n}\n')
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(root_a))
+    assert cli("init", "--client", "claude", "--yes").rc == 0
+    with_a = path.read_text()
+    skill = home / ".claude" / "skills" / "open-memex" / "SKILL.md"
+    assert skill.exists()
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(root_b))
+    assert cli("init", "--client", "claude", "--yes").rc == 0
+    result = cli("uninstall", "--client", "claude", "--yes", "--json")
+    actions = {a["kind"]: a for a in json.loads(result.out)["actions"]}
+    assert actions["mcp"]["action"] == "kept"
+    assert actions["hooks"]["action"] == "kept" and str(root_a) in actions["hooks"]["detail"]
+    assert actions["skill"]["action"] == "kept" and str(root_a) in actions["skill"]["detail"]
+    assert path.read_text() == with_a and skill.exists()
+    # B's own hooks beside A's: only B's go
+    doc = json.loads(with_a)
+    doc["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": f"OPEN_MEMEX_HOME={root_b} open-memex hook stop"}]})
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    result = cli("uninstall", "--client", "claude", "--yes", "--json")
+    hooks = next(a for a in json.loads(result.out)["actions"] if a["kind"] == "hooks")
+    assert hooks["action"] == "removed" and str(root_a) in hooks["detail"]
+    assert path.read_text() == with_a
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(root_a))
+    assert cli("uninstall", "--client", "claude", "--yes").rc == 0
+    assert path.read_text() == '{\n  "model": "opus"\n}\n' and not skill.exists()
 
 
 def test_codex_with_hooks_turned_off_is_told(cli: Any, tmp_path: Path) -> None:

@@ -66,6 +66,11 @@ def find_executable() -> str | None:
     return os.path.abspath(found) if found else None
 
 
+def same_data_root(a: str, b: str) -> bool:
+    """Two spellings of one data root (a symlink, a trailing slash) are the same setup."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _runnable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 

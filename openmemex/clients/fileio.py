@@ -155,6 +155,20 @@ def prune_empty_parents(path: Path) -> None:
         folder = folder.parent
 
 
+def through_link(path: Path) -> bool:
+    """Whether ``path`` is a symlink, or sits in a symlinked folder below the home folder
+    (a dotfiles manager links a file or a whole folder): deleting what it reaches would
+    delete the user's own dotfile, and pruning would climb the dotfiles tree."""
+    here = Path(os.path.abspath(path))
+    home = Path.home().absolute()
+    stop = home if home in here.parents else here.parent.parent
+    while here not in (stop, here.parent):
+        if here.is_symlink():
+            return True
+        here = here.parent
+    return False
+
+
 def has_backup(path: Path) -> bool:
     return real_path(path).with_name(real_path(path).name + BACKUP_SUFFIX).exists()
 

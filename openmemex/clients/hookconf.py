@@ -9,12 +9,12 @@ events left empty by that). Hooks are user-level only: a committed project file 
 carry this machine's executable path to every teammate.
 
 The files under the repository's top-level ``hooks/`` are ``document("open-memex")``,
-checked by a test, for people who wire hosts by hand.
+checked by a test, for people who wire hosts by hand; a file init cannot rewrite (JSONC)
+is given ``merged(entry)``, exactly what init would have merged.
 """
 
 from __future__ import annotations
 
-import copy
 import re
 import shlex
 import sys
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonconf
-from .entry import ServerEntry
+from .entry import ServerEntry, same_data_root
 from .registry import claude_dir, codex_home
 from .verdict import FORCE_HINT, Verdict
 
@@ -54,6 +54,14 @@ def document(executable: str) -> dict[str, Any]:
                       for name, event, timeout in EVENTS}}  # fmt: skip
 
 
+def merged(entry: ServerEntry) -> dict[str, Any]:
+    """The hooks document init merges for ``entry``: what a file it cannot rewrite is told
+    to hold (the shipped ``document`` lacks the data-root pin, so pasting it gave hooks init
+    then called "a different open-memex hook")."""
+    return {"hooks": {name: [{"hooks": [_handler(command(entry, event), timeout)]}]
+                      for name, event, timeout in EVENTS}}  # fmt: skip
+
+
 def _handler(cmd: str, timeout: int) -> dict[str, Any]:
     return {"type": "command", "command": cmd, "timeout": timeout}
 
@@ -63,13 +71,26 @@ def event_of(handler: object) -> str | None:
     command and nothing more — ``[OPEN_MEMEX_HOME=…] <…/open-memex | python -m openmemex>
     hook <event>`` — so a user's command that merely mentions it (``… && say done``, an
     ``echo``) is never taken, rewritten or removed."""
+    parsed = _parse(handler)
+    return parsed[0] if parsed else None
+
+
+def data_root_of(handler: object) -> str | None:
+    """The data root a handler of ours is pinned to (``OPEN_MEMEX_HOME=…``), if any."""
+    parsed = _parse(handler)
+    return parsed[1] if parsed else None
+
+
+def _parse(handler: object) -> tuple[str, str | None] | None:
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
         return None
     try:
         words = shlex.split(handler["command"])
     except ValueError:
         return None
+    home = None
     while words and re.fullmatch(r"OPEN_MEMEX_HOME=.*", words[0], re.DOTALL):
+        home = words[0].split("=", 1)[1]
         words = words[1:]
     if len(words) == 3 and _EXE.match(words[0]):
         rest = words[1:]
@@ -78,12 +99,12 @@ def event_of(handler: object) -> str | None:
     else:
         return None
     events = {event for _, event, _ in EVENTS}
-    return rest[1] if rest[0] == "hook" and rest[1] in events else None
+    return (rest[1], home) if rest[0] == "hook" and rest[1] in events else None
 
 
 def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
     try:
-        doc, layout = jsonconf.parse(text)
+        doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
         return Verdict("manual", f"left untouched: {exc}")
     hooks = doc.setdefault("hooks", {})
@@ -95,8 +116,7 @@ def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
         if not isinstance(groups, list):
             return Verdict("manual", f'left untouched: "hooks.{name}" is not a list')
         wanted = command(entry, event)
-        found = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                 for h in g["hooks"] if event_of(h) == event]  # fmt: skip
+        found = [h for h in _handlers(groups) if event_of(h) == event]
         if not found:
             groups.append({"hooks": [_handler(wanted, timeout)]})
             outcomes.add("added")
@@ -111,23 +131,44 @@ def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
     events = ", ".join(name for name, _, _ in EVENTS)
     if "added" in outcomes or "updated" in outcomes:
         action = "added" if "added" in outcomes else "updated"
-        return Verdict(action, f"hooks {events}", jsonconf.dump(doc, layout))
+        new_text = jsonconf.edit(source, doc)
+        if new_text is None:
+            return Verdict("manual", "left untouched: could not add our hooks without rewriting the rest of the file")
+        return Verdict(action, f"hooks {events}", new_text)
     if "differs" in outcomes:
         return Verdict("kept", FORCE_HINT.replace("entry", "hook"))
     return Verdict("kept", "hooks already installed")
 
 
-def remove(text: str, *, had_backup: bool) -> Verdict:
+def remove(text: str, *, had_backup: bool, data_root: str | None) -> Verdict:
+    """Take out our handlers. One pinned to another data root (``OPEN_MEMEX_HOME=…``) is
+    another setup of the user's, as its MCP entry is (init kept it as "a different hook"):
+    it stays. One without a pin (Windows; the shipped ``hooks/`` files) is ours."""
+    others: set[str] = set()
+
+    def mine(handler: object) -> bool:
+        if event_of(handler) is None:
+            return False
+        theirs = data_root_of(handler)
+        if theirs is not None and data_root is not None and not same_data_root(theirs, data_root):
+            others.add(theirs)
+            return False
+        return True
+
+    kept_note = ("the open-memex hooks there serve another data root ({}) — left as they are; "
+                 "uninstall with that OPEN_MEMEX_HOME, or remove them by hand")  # fmt: skip
     try:
-        doc, layout = jsonconf.parse(text)
+        doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
         lenient = jsonconf.read_lenient(text) or {}
-        if _has_ours(lenient):
+        if any(mine(h) for h in _all_handlers(lenient)):
             return Verdict("manual", f"left untouched ({exc}): remove the open-memex hook commands by hand")
+        if others:
+            return Verdict("kept", kept_note.format(", ".join(sorted(others))))
         return Verdict("absent", "nothing of ours found")
     if not _has_ours(doc):
         return Verdict("absent", "no open-memex hooks")
-    original = copy.deepcopy(doc)
+    removed = False
     hooks = doc["hooks"]
     for name in [n for n, _, _ in EVENTS if n in hooks]:  # only where we put them
         groups = hooks[name]
@@ -136,32 +177,53 @@ def remove(text: str, *, had_backup: bool) -> Verdict:
         kept_groups = []
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                mine = [h for h in group["hooks"] if event_of(h) is not None]
-                if mine:
-                    group["hooks"] = [h for h in group["hooks"] if event_of(h) is None]
-                    if not group["hooks"]:
+                left = [h for h in group["hooks"] if not mine(h)]
+                if len(left) < len(group["hooks"]):
+                    removed = True
+                    group["hooks"] = left
+                    if not left:
                         continue
             kept_groups.append(group)
         if kept_groups:
             hooks[name] = kept_groups
         else:
             del hooks[name]
+    if not removed:
+        if others:
+            return Verdict("kept", kept_note.format(", ".join(sorted(others))))
+        return Verdict("absent", "no open-memex hooks")
     if not hooks:
         del doc["hooks"]
-    if doc == original:
-        return Verdict("absent", "no open-memex hooks")
-    if not doc and not had_backup:
-        return Verdict("removed", "hooks (the file held only ours: deleted)", None, delete=True)
-    return Verdict("removed", "hooks", jsonconf.dump(doc, layout))
+    new_text = jsonconf.edit(source, doc)
+    if new_text is None:
+        return Verdict("manual", "left untouched (could not cut out only our hooks without rewriting the rest "
+                                 "of the file): remove the open-memex hook commands by hand")  # fmt: skip
+    detail = "hooks" + (f"; kept those of another data root ({', '.join(sorted(others))})" if others else "")
+    return Verdict("removed", detail, new_text, delete=not doc and not had_backup)
+
+
+def _handlers(groups: list[Any]) -> list[Any]:
+    return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list) for h in g["hooks"]]
+
+
+def _all_handlers(doc: dict[str, Any]) -> list[Any]:
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    return [h for groups in hooks.values() if isinstance(groups, list) for h in _handlers(groups)]
 
 
 def _has_ours(doc: dict[str, Any]) -> bool:
-    hooks = doc.get("hooks")
-    if not isinstance(hooks, dict):
-        return False
-    return any(event_of(h) is not None for groups in hooks.values() if isinstance(groups, list)
-               for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-               for h in g["hooks"])  # fmt: skip
+    return any(event_of(h) is not None for h in _all_handlers(doc))
+
+
+def data_roots(client_id: str) -> set[str]:
+    """The data roots our handlers in ``client_id``'s hooks file are pinned to."""
+    try:
+        text = hooks_path(client_id).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {root for h in _all_handlers(jsonconf.read_lenient(text) or {}) if (root := data_root_of(h))}
 
 
 def installed(client_id: str) -> bool:

@@ -9,14 +9,13 @@ project's own config files.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import extras, fileio, hookconf, tomlconf, wiring
-from .entry import SERVER_NAME, ServerEntry, server_entry
+from .entry import SERVER_NAME, ServerEntry, same_data_root, server_entry
 from .registry import CLIENTS, Client
 
 
@@ -119,7 +118,7 @@ def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
         detail += "; Codex runs new or changed hooks only once you trust them: open Codex and review them in /hooks"
     action = Action(client_id, "hooks", path, verdict.action, detail)
     if verdict.action == "manual":
-        action.snippet = json.dumps(hookconf.document(shlex.join([entry.command, *entry.args[:-1]])), indent=2)
+        action.snippet = json.dumps(hookconf.merged(entry), indent=2, ensure_ascii=False)
     return action
 
 
@@ -169,16 +168,44 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> lis
                 actions.append(_unhook(client.id))
         for client in clients:
             if client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME).exists():
+                folder = client.skills_dir() / extras.SKILL_NAME
+                others = _other_data_roots([client], project)
+                if others:
+                    actions.append(Action(client.id, "skill", folder, "kept", _still_used(others)))
+                    continue
                 try:
                     verb, detail, folder = extras.remove_skill(client.skills_dir())
                     if verb == "removed":  # an empty skills folder left behind would fool detection
                         fileio.prune_empty_parents(folder)
                 except OSError as exc:
-                    verb, detail, folder = "failed", _why(exc), client.skills_dir() / extras.SKILL_NAME
+                    verb, detail = "failed", _why(exc)
                 actions.append(Action(client.id, "skill", folder, verb, detail))
         if any(client.copilot for client in clients) and instructions_path().exists():
-            actions.append(_remove_instructions(clients))
+            actions.append(_remove_instructions(clients, project))
     return actions
+
+
+def _other_data_roots(clients: list[Client], project: Path) -> list[str]:
+    """Data roots other than this one that these clients are still wired to — entries and
+    hooks uninstall kept as another setup's. The skill and the Copilot section are one per
+    machine, not per data root: while another setup's entries remain, they serve it."""
+    mine = server_entry().env.get("OPEN_MEMEX_HOME")
+    found: set[str] = set()
+    for client in clients:
+        for level in ("user", "project"):
+            path = client.path(level, project)
+            text = _text(path) if path is not None else None
+            root = wiring.data_root_of(wiring.entry_in(client, text)) if text else None
+            if root is not None:
+                found.add(root)
+        if client.id in hookconf.HOOK_CLIENTS:
+            found |= hookconf.data_roots(client.id)
+    return sorted(root for root in found if mine is None or not same_data_root(root, mine))
+
+
+def _still_used(roots: list[str]) -> str:
+    return (f"still used by the open-memex setup of another data root ({', '.join(roots)}) — left; "
+            "uninstall with that OPEN_MEMEX_HOME to remove it")  # fmt: skip
 
 
 def _unwire(client: Client, path: Path, level: str) -> Action:
@@ -188,44 +215,55 @@ def _unwire(client: Client, path: Path, level: str) -> Action:
 
 
 def _unhook(client_id: str) -> Action:
+    root = server_entry().env.get("OPEN_MEMEX_HOME")
     return _strip(client_id, "hooks", hookconf.hooks_path(client_id), "user",
-                  lambda text, backup: hookconf.remove(text, had_backup=backup))
+                  lambda text, backup: hookconf.remove(text, had_backup=backup, data_root=root))  # fmt: skip
 
 
 def _strip(client_id: str, kind: str, path: Path, level: str,
            remove: Callable[[str, bool], wiring.Verdict]) -> Action:  # fmt: skip
     """Take our part out of one file (``remove`` decides on its text), re-reading it when the
-    editor writes it meanwhile; a file that held only ours, and had nothing before, goes."""
+    editor writes it meanwhile; a file that held only ours, and had nothing before, goes —
+    unless it is reached through a symlink: then it is the user's dotfile (deleting it left
+    a dangling link, and pruning emptied the dotfiles folders), so it stays, without ours."""
     had_backup = fileio.has_backup(path)
     verdict = wiring.Verdict("absent")
     for _ in range(fileio.RETRIES):
+        detail = ""
         try:
             snap = fileio.read(path)
             try:
                 verdict = remove(snap.text, had_backup)
             except UnicodeDecodeError:
                 verdict = wiring.Verdict("absent", "not UTF-8 text; nothing of ours read")
-            if verdict.delete:
+            if verdict.delete and not fileio.through_link(path):
                 fileio.remove(snap)
+                detail = " (the file held only ours: deleted)"
                 if level == "user":  # a project's folders are the project's, whatever is left in them
-                    fileio.prune_empty_parents(snap.path)
+                    fileio.prune_empty_parents(path)
             elif verdict.text is not None:
                 fileio.write(snap, verdict.text)
+                if verdict.delete:
+                    detail = " (the file held only ours; kept, as it is reached through a symlink)"
         except fileio.Changed:
             continue
         except OSError as exc:
             return Action(client_id, kind, path, "failed", _why(exc), level)
-        return Action(client_id, kind, path, verdict.action, verdict.detail, level)
+        return Action(client_id, kind, path, verdict.action, verdict.detail + detail, level)
     return Action(client_id, kind, path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
 
 
-def _remove_instructions(clients: list[Client]) -> Action:
-    ids = ",".join(client.id for client in clients if client.copilot)
+def _remove_instructions(clients: list[Client], project: Path) -> Action:
+    copilots = [client for client in clients if client.copilot]
+    ids = ",".join(client.id for client in copilots)
     path = instructions_path()
+    others = _other_data_roots(copilots, project)
+    if others:
+        return Action(ids, "instructions", path, "kept", _still_used(others))
     try:
         snap = fileio.read(path)
         verb, new = extras.remove_instructions(snap.text)
-        if verb == "removed" and new == "":
+        if verb == "removed" and new == "" and not fileio.through_link(path):
             fileio.remove(snap)
             return Action(ids, "instructions", path, "removed", "the file held only our section: deleted")
         if new is not None:

@@ -1,12 +1,15 @@
 """Codex's ``config.toml``: our ``[mcp_servers.open-memex]`` table in and out, byte-exact
 everywhere else.
 
-Adding appends our two tables at the end of the file; removing cuts exactly their lines.
-So comments, key order and blank lines of everything else stay as the user wrote them,
-and init followed by uninstall gives the original bytes back. Every result is parsed
-again and compared with what it must hold; a layout the text edit cannot handle (our
-table written as dotted keys or inline) goes through tomlkit, and if that cannot give
-the right document either, the file is left alone with a snippet (D47).
+Adding appends our two tables at the end of the file after one blank line, in the file's
+own line ending (a CRLF file got LF lines), ending without a newline when the file did;
+removing cuts exactly their lines and that blank line, and when ours were the last lines
+the file ends as they did. So comments, key order and blank lines of everything else
+stay as the user wrote them, and init followed by uninstall gives the original bytes back
+(a missing final newline used to be added, and trailing blank lines to lose one). Every
+result is parsed again and compared with what it must hold; a layout the text edit
+cannot handle (our table written as dotted keys or inline) goes through tomlkit, and if
+that cannot give the right document either, the file is left alone with a snippet (D47).
 """
 
 from __future__ import annotations
@@ -89,9 +92,7 @@ def remove(text: str, *, had_backup: bool) -> Verdict:
     if new is None:
         return Verdict("manual", f"left untouched: remove [{SECTION}.{SERVER_NAME}] by hand")
     detail = "; ".join(p for p in (f"{SECTION}.{SERVER_NAME}" if removed else "", LEGACY_NOTE if legacy else "") if p)
-    if not new.strip() and not had_backup:
-        return Verdict("removed", detail + " (the file held only that: deleted)", None, delete=True)
-    return Verdict("removed", detail, new)
+    return Verdict("removed", detail, new, delete=not new.strip() and not had_backup)
 
 
 def entry_in(text: str) -> dict[str, Any] | None:
@@ -132,11 +133,22 @@ def _edit(text: str, drop: list[str], ours: dict[str, Any] | None, expected: dic
 
 
 def _append(text: str, addition: str) -> str:
+    """``addition`` after one blank line, so that ``_cut`` can give ``text`` back exactly: the
+    blank line is always one more (a file ending in blank lines keeps them all), and a
+    file without a final newline keeps none at the end."""
     if not text.strip():
         return addition
-    if text.endswith("\n\n"):
-        return text + addition
-    return text + ("\n" if text.endswith("\n") else "\n\n") + addition
+    newline = _newline(text)
+    addition = addition.replace("\n", newline)
+    if text.endswith("\n"):
+        return text + newline + addition
+    return text + newline + newline + addition.removesuffix(newline)
+
+
+def _newline(text: str) -> str:
+    """The file's own line ending: that of its first line."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
 
 def _holds(text: str, expected: dict[str, Any]) -> bool:
@@ -191,7 +203,11 @@ def _cut(text: str, name: str) -> str:
             i = j
         else:
             i += 1
-    return "".join(line for line, gone in zip(lines, drop, strict=True) if not gone)
+    kept = "".join(line for line, gone in zip(lines, drop, strict=True) if not gone)
+    if drop[-1] and not text.endswith("\n"):
+        # the file's last line was ours and had no newline: the new last line has none either
+        kept = kept[:-2] if kept.endswith("\r\n") else kept.removesuffix("\n")
+    return kept
 
 
 def _between_drops(drop: list[bool], lines: list[str], i: int) -> bool:

@@ -4,24 +4,26 @@ Pure functions from old text to new text (or None: leave the file as it is) and 
 Merge, never clobber: other servers and keys stay as they were; an existing open-memex
 entry that differs is kept unless forced; a legacy ``my-o-memory`` entry is dropped
 wherever we touch a file (F30). Files that are not plain JSON / valid TOML are never
-rewritten: the verdict is "manual" and the caller prints the snippet (D47).
+rewritten, nor one where our entry cannot be put in or cut out as an edit of its text
+(everything else keeping its bytes): the verdict is "manual" and the caller prints the
+snippet (D47).
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from . import jsonconf, tomlconf
-from .entry import LEGACY_NAME, SERVER_NAME, ServerEntry
+from .entry import LEGACY_NAME, SERVER_NAME, ServerEntry, same_data_root
 from .registry import Client
 from .verdict import FORCE_HINT, LEGACY_NOTE, Verdict, matches
 
-__all__ = ["Verdict", "add", "display", "entry_in", "has_legacy", "matches", "remove"]
+__all__ = ["Verdict", "add", "data_root_of", "display", "entry_in", "has_legacy", "matches", "remove"]
 
+EDIT_FAILED = "could not change only our entry without rewriting the rest of the file"
 _LEGACY_PLUGIN = re.compile(r"(^|[/\\:])my-o-memory($|@|[/\\])")
 
 
@@ -37,9 +39,9 @@ def remove(client: Client, text: str, *, had_backup: bool, entry: ServerEntry) -
     not ours to remove: it stays, and so does its file. (One of this data root is ours
     whatever its command: an install that moved leaves such an entry behind.)"""
     current = entry_in(client, text)
-    theirs = _data_root_of(current)
+    theirs = data_root_of(current)
     mine = entry.env.get("OPEN_MEMEX_HOME")
-    if theirs is not None and mine is not None and os.path.realpath(theirs) != os.path.realpath(mine):
+    if theirs is not None and mine is not None and not same_data_root(theirs, mine):
         return Verdict("kept", f"the {SERVER_NAME} entry there serves another data root ({theirs}) — left as it "
                                "is; uninstall with that OPEN_MEMEX_HOME, or remove it by hand")  # fmt: skip
     if client.fmt == "toml":
@@ -47,13 +49,13 @@ def remove(client: Client, text: str, *, had_backup: bool, entry: ServerEntry) -
     return _json_remove(client, text, had_backup=had_backup)
 
 
-def _data_root_of(found: object) -> str | None:
+def data_root_of(found: object) -> str | None:
     """The ``OPEN_MEMEX_HOME`` an entry sets, wherever the client keeps its environment."""
     if isinstance(found, dict):
         for key, value in found.items():
             if key == "OPEN_MEMEX_HOME" and isinstance(value, str):
                 return value
-            inner = _data_root_of(value)
+            inner = data_root_of(value)
             if inner is not None:
                 return inner
     return None
@@ -81,7 +83,7 @@ def has_legacy(client: Client, text: str) -> bool:
 
 def _json_add(client: Client, text: str, entry: ServerEntry, *, force: bool) -> Verdict:
     try:
-        doc, layout = jsonconf.parse(text)
+        doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
         return Verdict("manual", f"left untouched: {exc}")
     ours = client.shape(entry)
@@ -108,7 +110,9 @@ def _json_add(client: Client, text: str, entry: ServerEntry, *, force: bool) -> 
             verdicts.add("differs")
     where = " + ".join(f"{name}.{SERVER_NAME}" for name in names)
     changed = legacy or verdicts & {"added", "updated"}
-    new_text = jsonconf.dump(doc, layout) if changed else None
+    new_text = jsonconf.edit(source, doc) if changed else None
+    if changed and new_text is None:
+        return Verdict("manual", f"left untouched: {EDIT_FAILED}")
     return _verdict(verdicts, legacy, where, new_text)
 
 
@@ -127,7 +131,7 @@ def _verdict(verdicts: set[str], legacy: bool, where: str, new_text: str | None)
 
 def _json_remove(client: Client, text: str, *, had_backup: bool) -> Verdict:
     try:
-        doc, layout = jsonconf.parse(text)
+        doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
         lenient = jsonconf.read_lenient(text)
         if lenient is not None and _json_has_ours(client, lenient):
@@ -144,9 +148,10 @@ def _json_remove(client: Client, text: str, *, had_backup: bool) -> Verdict:
         del doc[client.section]
     detail = f"{client.section}.{SERVER_NAME}" if removed else ""
     detail = "; ".join(part for part in (detail, LEGACY_NOTE if legacy else "") if part)
-    if not doc and not had_backup:
-        return Verdict("removed", detail + " (the file held only that: deleted)", None, delete=True)
-    return Verdict("removed", detail, jsonconf.dump(doc, layout))
+    new_text = jsonconf.edit(source, doc)
+    if new_text is None:
+        return Verdict("manual", f'left untouched ({EDIT_FAILED}): remove "{SERVER_NAME}" from "{client.section}" by hand')
+    return Verdict("removed", detail, new_text, delete=not doc and not had_backup)
 
 
 def _json_has_ours(client: Client, doc: dict[str, Any]) -> bool:
