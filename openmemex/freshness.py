@@ -309,7 +309,12 @@ def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Pat
         index.apply_changes(ctx.conn, written, removed or [])
     except StoreBusyError:
         ctx.warn("saved, but the index is busy (a long reindex?); the next read indexes the change")
+    except MemexError as exc:  # a full disk, a read-only index.db: the change is made all the same
+        ctx.warn(f"the change is saved, but the index could not be updated: {exc}; the next read indexes it")
     except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and not index.is_corrupt(exc):
+            ctx.warn(f"the change is saved, but the index could not be updated ({exc}); the next read indexes it")
+            return
         if not index.is_corrupt(exc):
             raise
         ctx.recover_index()

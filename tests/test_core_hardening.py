@@ -553,3 +553,56 @@ def test_conflict_markers_in_new_text_are_refused_unless_fenced(cli, data_root: 
     assert cli("reindex").rc == 0
     assert fenced in cli("list", "--scope", "personal", "--json").out  # what is written reads back
     assert _add(cli, "a setext heading\n=======\nis not a conflict")
+
+
+@pytest.mark.parametrize("op", ["add", "supersede", "status", "forget"])
+def test_a_change_saved_while_the_index_cannot_be_written_succeeds(data_root: Path, op: str) -> None:
+    """The files are the truth: with the index unwritable (a full disk, a read-only index.db:
+    here SQLite's own query_only refusal) the change is made, the command
+    succeeds with a warning (it exited 1, and a retry said 'already exists'; forget said
+    nothing was changed with the file gone), and the next read indexes it."""
+    from openmemex.context import Context
+    from openmemex.lifecycle import forget, set_status
+    from openmemex.search import search
+    from openmemex.write import add_memory, supersede
+
+    with Context.load() as setup:
+        first = add_memory(setup, "the cache layer is redis").id
+    warnings: list[str] = []
+    with Context.load(warn=warnings.append) as ctx:
+        from openmemex import freshness
+
+        freshness.sync(ctx, "both")  # the read before the change, then a full disk
+        ctx.conn.execute("PRAGMA query_only = 1")  # SQLite refuses every write from here on
+        if op == "add":
+            assert add_memory(ctx, "the message bus is kafka").status == "saved"
+        elif op == "supersede":
+            supersede(ctx, first, "the cache layer is valkey now")
+        elif op == "status":
+            set_status(ctx, first, "archived")
+        else:
+            forget(ctx, first)
+    assert any("the change is saved, but the index could not be updated" in w for w in warnings), warnings
+    with Context.load() as after:
+        found = {h.id for h in search(after, "kafka OR valkey OR redis", scope="both").hits}
+        texts = [h.snippet for h in search(after, "kafka valkey redis", scope="both").hits]
+    expected = {"add": ("kafka", True), "supersede": ("valkey", True), "status": ("redis", False),
+                "forget": ("redis", False)}[op]  # fmt: skip
+    assert any(expected[0] in t for t in texts) == expected[1], (op, texts, found)
+
+
+def test_a_change_on_an_ascii_pipe_is_confirmed_in_ascii(data_root: Path, tmp_path: Path) -> None:
+    """The change is made before the confirmation is printed: our own arrow must not turn a
+    done supersede into exit 1 (and its retry into 'already superseded')."""
+    env = {"PYTHONIOENCODING": "ascii"}
+    first = json.loads(run_process("add", "plain ascii memory", "--json").out)["id"]
+    result = run_process("supersede", first, "plain ascii memory v2", env=env)
+    assert result.rc == 0, result.err
+    assert f"superseded {first} -> " in result.out
+    other = json.loads(run_process("add", "another plain memory", "--json").out)["id"]
+    result = run_process("status", other, "archived", env=env)
+    assert result.rc == 0 and "->" in result.out, result.err
+    result = run_process("export", "-o", str(tmp_path / "b.tgz"), env=env)
+    assert result.rc == 0 and (tmp_path / "b.tgz").exists(), result.err
+    saved = run_process("add", "café au lait", env=env)  # the confirmation names the id and path, not the text
+    assert saved.rc == 0 and saved.out.startswith("saved "), saved.err

@@ -46,8 +46,27 @@ def warn(message: str) -> None:
 
 
 def out(text: str = "") -> None:
-    """One line of people's text on stdout, control characters shown as escapes."""
-    sys.stdout.write(safe(text) + "\n")
+    """One line of people's text on stdout, control characters shown as escapes. Our own
+    signs (``→``, ``—``, ``…``) become ASCII where stdout's encoding cannot carry them (an
+    ASCII or Latin-1 locale on a pipe), so a command that has made its change does not then
+    fail on its own confirmation; text a memory holds still refuses (``pipes``)."""
+    sys.stdout.write(fitted(safe(text) + "\n", sys.stdout))
+
+
+_OUR_SIGNS = str.maketrans({"→": "->", "—": "--", "…": "...", "×": "x", "✓": "ok", "✗": "x"})
+
+
+def fitted(text: str, stream: object) -> str:
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return text
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.translate(_OUR_SIGNS)
+    except LookupError:
+        pass
+    return text
 
 
 def note(text: str) -> None:
