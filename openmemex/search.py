@@ -4,6 +4,7 @@ as a bounded preference, explain."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -186,8 +187,17 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
             candidates = fuse(ctx, model, candidates, near, _Candidate, lambda rowids: lean_rows(ctx, rowids))
             result.lanes = ["bm25", f"vector:{model}"]
         result.candidates = len(candidates) + result.hidden_retracted
-        resolved = _resolve(ctx, candidates, dirs, type, result)
+        resolved = _resolve(ctx, candidates, dirs, type, result, {})
         shown = _order(resolved)[:limit]
+        preferred: dict[str, Row] = {}
+        for _ in range(3):  # an id held twice is shown as the copy `show` reads (rare: resolved again)
+            more = _preferred_copies(ctx, [target["id"] for target, _ in shown if target["id"] not in preferred], dirs)
+            if not more:
+                break
+            preferred.update(more)
+            result.hidden_superseded = 0
+            resolved = _resolve(ctx, candidates, dirs, type, result, preferred)
+            shown = _order(resolved)[:limit]
         _complete(ctx, [row for target, cand in shown for row in (target, cand.row)])
     asked = expansions.current().matched_members(query)
     _mark(ctx, [cand for _, cand in shown])
@@ -411,7 +421,7 @@ def _literal_bonus(candidates: list[_Candidate], words: list[str]) -> None:
 
 
 def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: str | None,
-             result: SearchResult) -> list[tuple[Row, _Candidate]]:  # fmt: skip
+             result: SearchResult, preferred: dict[str, Row]) -> list[tuple[Row, _Candidate]]:  # fmt: skip
     """Superseded matches answer with the newest member of their chain (one hit per
     chain, the best relevance any member earned); hidden members never show. Returns
     (the memory to show, the candidate that found it), by relevance."""
@@ -421,6 +431,10 @@ def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: 
     seen: set[str] = set()
     out: list[tuple[Row, _Candidate]] = []
     for cand in candidates:
+        if cand.row["id"] in preferred:  # shown, marked and judged as the copy `show` reads
+            cand.row = preferred[cand.row["id"]]
+            if cand.row["status"] in HIDDEN_STATUSES:
+                continue
         row = cand.row
         target = row
         if row["status"] == "superseded":
@@ -438,6 +452,33 @@ def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: 
         seen.add(target["id"])
         out.append((target, cand))
     return out
+
+
+_LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}  # as ``lookup.rows_for``: what `show ID` reads
+
+
+def _preferred_copies(ctx: Context, ids: list[str], dirs: list[str]) -> dict[str, Row]:
+    """An id held in two places (an interrupted submit leaves the outbox copy beside the
+    repository's, which review may have moved on) is answered with the copy ``show`` and
+    ``list`` use, whichever copy the query matched best. One indexed read of the shown ids;
+    an id in one place only (the rule) costs nothing more."""
+    if not ids:
+        return {}
+    copies = ctx.conn.execute(  # the table, not the view: each id is one probe of (id, folder)
+        "SELECT id FROM memory_rows WHERE id IN (SELECT value FROM json_each(?)) GROUP BY id HAVING COUNT(*) > 1",
+        (json.dumps(ids),),
+    ).fetchall()
+    if not copies:
+        return {}
+    best: dict[str, Row] = {}
+    for memory_id, in copies:
+        rows = ctx.conn.execute(f"SELECT rowid FROM memories WHERE id = ? AND dir IN ({placeholders(dirs)})",
+                                [memory_id, *dirs]).fetchall()  # fmt: skip
+        found = lean_rows(ctx, [int(r[0]) for r in rows])
+        found.sort(key=lambda r: _LOCATION_RANK.get(str(r["location"]), 9))
+        if len(found) > 1:  # both copies in this scope
+            best[memory_id] = found[0]
+    return best
 
 
 def _tier_of(row: Row) -> int:

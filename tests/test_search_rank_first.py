@@ -138,3 +138,26 @@ def test_marks_inside_an_open_transaction_leave_it_alone(crowded: Context) -> No
     assert conn.execute("SELECT value FROM index_info WHERE key = 'test-marker'").fetchone()[0] == "kept"
     conn.execute("ROLLBACK")
     assert conn.execute("SELECT count(*) FROM index_info WHERE key = 'test-marker'").fetchone()[0] == 0
+
+
+def test_an_id_in_the_outbox_and_the_repository_is_answered_with_the_repository_copy(
+        cli: object, data_root: Path, git_repo: Path) -> None:  # fmt: skip
+    """An interrupted submit leaves both copies; review then moves the repository's on. list
+    and show read that one, and so must search — even when the query matched the old text."""
+    import json
+
+    added = cli("add", "tokens expire after one hour", "--json")  # type: ignore[operator]
+    memory_id = json.loads(added.out)["id"]
+    outbox_file = next((data_root / "memories").rglob(f"{memory_id}.md"))
+    repo_file = git_repo / ".ai" / "open-memex" / f"{memory_id}.md"
+    repo_file.parent.mkdir(parents=True)
+    repo_file.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: approved")
+                         .replace("after one hour", "after one hour, refresh tokens after 30 days"))  # fmt: skip
+    result = cli("search", "tokens expire", "--json")  # type: ignore[operator]
+    hits = json.loads(result.out)["hits"]
+    assert [h["id"] for h in hits] == [memory_id]
+    assert hits[0]["review_state"] == "approved" and "30 days" in hits[0]["snippet"]
+    shown = json.loads(cli("show", memory_id, "--json").out)  # type: ignore[operator]
+    assert shown["review_state"] == "approved"
+    repo_file.write_text(repo_file.read_text().replace("status: active", "status: archived"))
+    assert json.loads(cli("search", "tokens expire", "--json").out)["hits"] == []  # type: ignore[operator]
