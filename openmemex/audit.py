@@ -203,13 +203,19 @@ def chain_findings(conn: sqlite3.Connection, dirs: list[str]) -> list[Finding]:
 def duplicate_id_findings(conn: sqlite3.Connection, dirs: list[str]) -> list[Finding]:
     """One id in several files: every command names the copy it acts on; this lists them.
     Only the folders just synced count (another work tree's rows may be stale)."""
+    from .lookup import LOCATION_RANK
+
     rows = conn.execute(
-        f"SELECT id, GROUP_CONCAT(file_path, ' | ') FROM memories WHERE dir IN ({placeholders(dirs)}) "
-        "GROUP BY id HAVING COUNT(*) > 1 ORDER BY id",
-        dirs,
+        f"SELECT id, file_path, location FROM memories WHERE dir IN ({placeholders(dirs)}) AND id IN "
+        f"(SELECT id FROM memories WHERE dir IN ({placeholders(dirs)}) GROUP BY id HAVING COUNT(*) > 1) ORDER BY id",
+        [*dirs, *dirs],
     ).fetchall()
-    return [Finding(r[0], r[1], "keep one copy: delete the other file (`open-memex forget ID` acts on the first listed)")
-            for r in rows]  # fmt: skip
+    copies: dict[str, list[tuple[int, str]]] = {}
+    for memory_id, path, location in rows:  # listed in the order every command picks its copy
+        copies.setdefault(memory_id, []).append((LOCATION_RANK.get(location, 9), path))
+    return [Finding(memory_id, " | ".join(path for _, path in sorted(found)),
+                    "keep one copy: delete the other file (`open-memex forget ID` acts on the first listed)")
+            for memory_id, found in copies.items()]  # fmt: skip
 
 
 def _personal_in_repo(conn: sqlite3.Connection, folders: list[Folder], root: Path) -> list[Finding]:

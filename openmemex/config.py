@@ -119,8 +119,11 @@ def _expansion_groups(value: Any) -> list[list[str]]:
 
 def check_memory_dir(value: Any) -> str:
     """A relative folder inside the repository: no absolute path, no ``..``, not the
-    repository root and not inside ``.git`` (D23, D63)."""
-    text = str(value).strip().replace("\\", "/")
+    repository root and not inside ``.git`` (D23, D63). A hand-edited config's ``5`` or
+    ``["a"]`` is not a folder name (it became ``<repo>/['a']``)."""
+    if not isinstance(value, str):
+        raise ValueError(f"memoryDir must be a folder name in quotes (a string), not {type(value).__name__} {value!r}")
+    text = value.strip().replace("\\", "/")
     pure = PurePosixPath(text)
     if (not text or pure.is_absolute() or ".." in pure.parts or (len(text) > 1 and text[1] == ":")
             or str(pure) == "." or (pure.parts and pure.parts[0].lower() == ".git")):  # fmt: skip

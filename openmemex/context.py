@@ -42,6 +42,7 @@ class Context:
     watch: FolderWatch | None = None  # set by long-running surfaces (the MCP server)
     wrote: bool = False  # a memory file changed under this context: never run the command again
     lock_wait_s: float = WAIT_S  # how long a write waits for another process's lock (hooks: less)
+    told: set[str] = field(default_factory=set, repr=False)  # warnings said once per command (a copy's id)
     _changes_at: int = field(default_factory=store.changes, repr=False)
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _db_ino: int | None = field(default=None, repr=False)

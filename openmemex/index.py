@@ -12,6 +12,7 @@ import contextlib
 import operator
 import os
 import sqlite3
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -252,14 +253,19 @@ def _connect(db_path: Path) -> sqlite3.Connection:
 def _not_writable(db_path: Path) -> str:
     """Which of the index's files (and its folder) this process may not write, as git would
     name them: a -wal or -shm left read-only is otherwise never named."""
-    def locked(path: Path) -> bool:
+    def problem(path: Path, folder: bool) -> str | None:
         try:
-            return not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222  # mode bits: for root too
+            mode = os.stat(path).st_mode
         except OSError:
-            return False
+            return None  # missing: SQLite makes it (a missing folder is named by the caller's error)
+        if folder != stat.S_ISDIR(mode) or (not folder and not stat.S_ISREG(mode)):
+            return f"{path} (a folder or special file where a file belongs: move it away)" if not folder else None
+        if not os.access(path, os.W_OK) or not mode & 0o222:  # mode bits: for root too
+            return str(path)
+        return None
 
-    names = [p for p in (db_path.parent, db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")) if locked(p)]
-    return ", ".join(str(p) for p in names)
+    parts = [(db_path.parent, True), (db_path, False), (Path(f"{db_path}-wal"), False), (Path(f"{db_path}-shm"), False)]
+    return ", ".join(found for path, folder in parts if (found := problem(path, folder)) is not None)
 
 
 def _path_of(conn: sqlite3.Connection) -> Path | None:

@@ -204,12 +204,11 @@ def list_memories(
         groups.append(Group(PERSONAL_HEADING, PERSONAL_KEY, ctx.folders("personal"), "personal"))
     if scope in ("project", "both"):
         groups.append(Group(f"## This project ({ctx.project.name})", ctx.project.key, ctx.folders("project")))
-    if scope == "all":
+    if scope == "all":  # this project always (its memories may live in the repository alone), then the rest
+        groups.append(Group(f"## Project {ctx.project.key}", ctx.project.key, ctx.folders("project")))
         for key in ctx.scope_keys_on_disk():
-            if key == PERSONAL_KEY:
-                continue
-            folders = ctx.folders("project") if key == ctx.project.key else [ctx.folder_for_key(key)]
-            groups.append(Group(f"## Project {key}", key, folders))
+            if key not in (PERSONAL_KEY, ctx.project.key):
+                groups.append(Group(f"## Project {key}", key, [ctx.folder_for_key(key)]))
     return collect(ctx.conn, groups, type=type, limit=limit, include=include)
 
 

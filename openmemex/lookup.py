@@ -14,7 +14,7 @@ from .index import Folder, placeholders
 from .memfile import MemoryFileError, MemoryFileGone, read_memory
 from .model import Memory
 
-_LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}
+LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}  # the copy every command picks first
 
 
 def rows_for(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) -> list[sqlite3.Row]:
@@ -30,7 +30,7 @@ def rows_for(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) ->
         ).fetchall()
         if len({r["id"] for r in rows}) > 1:
             raise UsageError(f"id prefix {memory_id!r} matches several memories — give more characters")
-    return sorted(rows, key=lambda r: _LOCATION_RANK.get(r["location"], 9))
+    return sorted(rows, key=lambda r: LOCATION_RANK.get(r["location"], 9))
 
 
 def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
@@ -67,6 +67,10 @@ def _warn_copies(ctx: Context, used: sqlite3.Row, others: list[sqlite3.Row]) -> 
     """The same id in several folders (a copied file, an interrupted submit): say which
     copy this command acts on, every time (issue 6, item 8)."""
     rest = ", ".join(r["file_path"] for r in others)
+    said = f"copies:{used['id']}:{used['file_path']}"
+    if said in ctx.told:  # a command that looks the id up twice (before and under its lock) says it once
+        return
+    ctx.told.add(said)
     ctx.warn(
         f"id {used['id']} exists in {len(others) + 1} places; acting on {used['file_path']} ({used['location']}); "
         f"other copies: {rest} — see `open-memex doctor`"

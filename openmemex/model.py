@@ -95,8 +95,9 @@ def default_visibility(scope: str) -> str:
     return "private" if scope == "personal" else "internal"
 
 
-def normalize_aliases(values: list[str] | None) -> list[str]:
-    """Trim, drop blanks, case-insensitive dedupe, cap at 4 (D61: never an error)."""
+def normalize_aliases(values: list[str] | None, cap: int | None = MAX_ALIASES) -> list[str]:
+    """Trim, drop blanks, case-insensitive dedupe, cap at 4 (D61: never an error; the write
+    path says what it left out)."""
     out: list[str] = []
     seen: set[str] = set()
     for value in values or []:
@@ -105,7 +106,7 @@ def normalize_aliases(values: list[str] | None) -> list[str]:
             continue
         seen.add(text.casefold())
         out.append(text)
-        if len(out) == MAX_ALIASES:
+        if len(out) == cap:
             break
     return out
 

@@ -20,6 +20,7 @@ from .expansions import ablated
 from .index import placeholders, split_tags
 from .index_schema import FTS_COLUMNS, TOKENIZE, words_apart, words_together
 from .lifecycle import newest_in_chain, replacement_missing
+from .lookup import LOCATION_RANK
 from .model import HIDDEN_STATUSES, TYPES
 from .text import build_query, check_text, identifiers, normalize_ws
 
@@ -454,9 +455,6 @@ def _resolve(ctx: Context, candidates: list[_Candidate], dirs: list[str], type: 
     return out
 
 
-_LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}  # as ``lookup.rows_for``: what `show ID` reads
-
-
 def _preferred_copies(ctx: Context, ids: list[str], dirs: list[str]) -> dict[str, Row]:
     """An id held in two places (an interrupted submit leaves the outbox copy beside the
     repository's, which review may have moved on) is answered with the copy ``show`` and
@@ -475,7 +473,7 @@ def _preferred_copies(ctx: Context, ids: list[str], dirs: list[str]) -> dict[str
         rows = ctx.conn.execute(f"SELECT rowid FROM memories WHERE id = ? AND dir IN ({placeholders(dirs)})",
                                 [memory_id, *dirs]).fetchall()  # fmt: skip
         found = lean_rows(ctx, [int(r[0]) for r in rows])
-        found.sort(key=lambda r: _LOCATION_RANK.get(str(r["location"]), 9))
+        found.sort(key=lambda r: LOCATION_RANK.get(str(r["location"]), 9))
         if len(found) > 1:  # both copies in this scope
             best[memory_id] = found[0]
     return best

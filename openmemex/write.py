@@ -16,6 +16,7 @@ from .lifecycle import successor_missing
 from .lookup import locked
 from .model import (
     IMPORTANCE,
+    MAX_ALIASES,
     MAX_TAGS,
     ROLES,
     SOURCES,
@@ -220,7 +221,12 @@ def clean_all(
         return out
 
     clean_tags = normalize_tags(scrub(normalize_tags(tags)))
-    clean_aliases = normalize_aliases(scrub(normalize_aliases(aliases)))
+    given = normalize_aliases(aliases, cap=None)
+    if len(given) > MAX_ALIASES:  # D61 caps, never refuses: but never silently either
+        left = [clean(ctx, a).text for a in given[MAX_ALIASES:]]  # shown masked, as they would be stored
+        ctx.warn(f"a memory keeps at most {MAX_ALIASES} aliases: kept the first {MAX_ALIASES}, not "
+                 f"{', '.join(repr(a) for a in left[:3])}{' …' if len(left) > 3 else ''}")  # fmt: skip
+    clean_aliases = normalize_aliases(scrub(given[:MAX_ALIASES]))
     unique = list(dict.fromkeys(masked))
     return (result.text.strip(), clean_tags, clean_aliases), unique, private
 

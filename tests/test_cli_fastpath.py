@@ -228,7 +228,7 @@ def test_each_spec_is_its_cyclopts_signature(name: str) -> None:
             continue
         option = "--" + param.name.replace("_", "-")
         hint = hints[param.name]
-        if typing.get_origin(hint) is typing.Annotated:  # Flag: no --no-… twin
+        if typing.get_origin(hint) is typing.Annotated and typing.get_args(hint)[0] is bool:  # Flag: no --no-… twin
             flags.add(option)
         elif hint == bool | None:
             flags |= {option, "--no-" + option[2:]}

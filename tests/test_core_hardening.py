@@ -251,10 +251,28 @@ def test_duplicate_id_is_reported_and_every_command_names_its_copy(cli, data_roo
     doctor = json.loads(cli("doctor", "--json").out)
     check = next(c for c in doctor["checks"] if c["name"] == "duplicate ids")
     assert not check["ok"] and memory_id in check["detail"]
+    # every report lists first the copy a command acts on (it listed the personal copy first)
+    assert check["detail"].index(str(outbox / personal.name)) < check["detail"].index(str(personal))
+    audit = cli("audit").out
+    assert audit.index(str(outbox / personal.name)) < audit.index(str(personal))
     result = cli("forget", memory_id)
     assert result.rc == 0
     assert f"id {memory_id} exists in 2 places; acting on {outbox / personal.name}" in result.err
+    assert result.err.count("exists in 2 places") == 1  # said once, though forget looks the id up twice
     assert personal.exists() and not (outbox / personal.name).exists()
+
+
+def test_list_all_shows_this_project_when_its_memories_are_in_the_repository_alone(cli, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    """A fresh clone: the team's memories are in .ai/open-memex, and no outbox folder exists."""
+    added = cli("add", "team rule: every migration needs a rollback script", "--json")
+    memory_id = json.loads(added.out)["id"]
+    outbox_file = next(p for p in (Path(os.environ["OPEN_MEMEX_HOME"]) / "memories").rglob(f"{memory_id}.md"))
+    repo_dir = git_repo / ".ai" / "open-memex"
+    repo_dir.mkdir(parents=True)
+    shutil.move(outbox_file, repo_dir / outbox_file.name)
+    shutil.rmtree(outbox_file.parent)
+    listed = json.loads(cli("list", "--scope", "all", "--json").out)
+    assert memory_id in json.dumps(listed)
 
 
 # -- item 9: one size limit -------------------------------------------------------------
@@ -330,9 +348,12 @@ def test_read_only_index_is_one_line(cli, data_root: Path, monkeypatch: pytest.M
         patch.setattr(index.sqlite3, "connect", read_only)
         added = cli("add", "a new note while the index is read-only", "--scope", "personal")
         found = cli("search", "written")
+    # the add made its change: it says so, and that the index lags (it exited 1, and a retry said "exists")
+    assert added.rc == 0 and added.out.startswith("saved "), added.err
+    assert added.err.startswith("open-memex: warning: the change is saved, but the index could not be updated")
+    assert found.rc == 1, found.err
+    assert found.err.startswith("open-memex: error: cannot write the index") and "writable" in found.err
     for result in (added, found):
-        assert result.rc == 1, result.err
-        assert result.err.startswith("open-memex: error: cannot write the index") and "writable" in result.err
         assert len(result.err.strip().splitlines()) == 1
     assert not (data_root / "logs" / "crash.log").exists()
     assert "read-only" in cli("search", "read-only", "--json").out  # the file landed; the index catches up
@@ -606,3 +627,45 @@ def test_a_change_on_an_ascii_pipe_is_confirmed_in_ascii(data_root: Path, tmp_pa
     assert result.rc == 0 and (tmp_path / "b.tgz").exists(), result.err
     saved = run_process("add", "café au lait", env=env)  # the confirmation names the id and path, not the text
     assert saved.rc == 0 and saved.out.startswith("saved "), saved.err
+
+
+@pytest.mark.parametrize("value", [["a"], 5, {"x": 1}, True])
+def test_a_memory_dir_that_is_not_a_string_is_refused(data_root: Path, git_repo: Path, value: object) -> None:
+    from openmemex.context import Context
+
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "config.json").write_text(json.dumps({"memoryDir": value}))
+    warnings: list[str] = []
+    with Context.load(warn=warnings.append) as ctx:
+        assert ctx.repo_dir == git_repo / ".ai" / "open-memex"
+
+
+def test_a_wal_that_is_a_folder_is_named(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    _add(cli, "the index gets a folder where its wal belongs")
+    db = data_root / "index.db"
+    for extra in (Path(f"{db}-wal"), Path(f"{db}-shm")):
+        extra.unlink(missing_ok=True)
+    Path(f"{db}-wal").mkdir()
+    result = cli("reindex")
+    assert result.rc == 1
+    assert f"{db}-wal (a folder or special file where a file belongs: move it away)" in result.err
+    assert f"{db}-shm" not in result.err
+
+
+@pytest.mark.parametrize("value", ["1.5", "0x2", "0b11", "0.5", "-1", "2e1"])
+@pytest.mark.parametrize("command", ["search", "list"])
+def test_limit_takes_whole_numbers_only(cli, command: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    _add(cli, "limit parsing memory")
+    args = [command, "limit"] if command == "search" else [command]
+    for form in ([*args, "--limit", value], [*args, f"--limit={value}"]):
+        result = cli(*form)
+        assert result.rc == 2, (form, result.out, result.err)
+        assert "--limit" in result.err and result.err[-1] == "\n" and result.err.count("\n") == 1
+
+
+def test_a_fifth_alias_is_left_out_with_a_warning(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
+    result = cli("add", "aliases are capped at four", "--aliases", "a1;b2;c3;d4;e5", "--json")
+    assert result.rc == 0
+    assert "keeps at most 4 aliases: kept the first 4, not 'e5'" in result.err
+    saved = read_memory(Path(json.loads(result.out)["path"]), "personal")
+    assert saved.aliases == ["a1", "b2", "c3", "d4"]

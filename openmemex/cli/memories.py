@@ -6,7 +6,7 @@ they keep their signatures and docstrings, which cyclopts turns into options and
 from __future__ import annotations
 
 from . import reads
-from .output import Flag, Text, emit_json, note, open_context, out, split_list
+from .output import Count, Flag, Text, emit_json, note, open_context, out, split_list
 
 
 def add(
@@ -90,7 +90,7 @@ def search(
     *,
     scope: str = "both",
     type: str | None = None,
-    limit: int = 8,
+    limit: Count = 8,
     explain: Flag = False,
     embeddings: bool | None = None,
     json: Flag = False,
@@ -132,7 +132,7 @@ def list_(
     *,
     scope: str = "project",
     type: str | None = None,
-    limit: int = 20,
+    limit: Count = 20,
     include: str = "active",
     json: Flag = False,
 ) -> int:

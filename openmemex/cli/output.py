@@ -14,14 +14,15 @@ from ..terminal import safe
 
 if TYPE_CHECKING:
     from ..context import Context
+    from .params import Count as Count
     from .params import Flag as Flag
     from .params import Text as Text
 
 
 def __getattr__(name: str) -> Any:
-    """``Flag`` and ``Text`` (``params.py``), imported when a command module first asks for
+    """``Count``, ``Flag`` and ``Text`` (``params.py``), imported when a command module first asks for
     them: the read commands' fast path prints through this module without cyclopts."""
-    if name not in ("Flag", "Text"):
+    if name not in ("Count", "Flag", "Text"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from . import params
 

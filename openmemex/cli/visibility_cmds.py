@@ -12,7 +12,7 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from .output import Flag, emit_json, note, open_context, out
+from .output import Count, Flag, emit_json, note, open_context, out
 
 Output = Annotated[str | None, Parameter(name=["--output", "-o"])]
 PROGRESS_MIN = 500  # files before a progress bar is worth showing (freshness uses the same)
@@ -226,7 +226,7 @@ def import_(bundle: str, /, *, dry_run: Flag = False, json: Flag = False) -> int
 def distill_agents(
     *,
     type: str | None = None,
-    limit: int = 30,
+    limit: Count = 30,
     output: Output = None,
     force: Flag = False,
 ) -> int:
