@@ -42,7 +42,7 @@ class ImportResult:
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (id, bundle file, why)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (bundle file, reason)
     masked: dict[str, list[str]] = field(default_factory=dict)  # id -> rules
-    unlinked: list[tuple[str, str]] = field(default_factory=list)  # (id, "supersedes X"): a pointer out of the bundle
+    unlinked: list[tuple[str, str, str]] = field(default_factory=list)  # (id, "supersedes X", why): a pointer dropped
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -52,7 +52,7 @@ class ImportResult:
             "conflicts": [{"id": i, "file": f, "why": w} for i, f, w in self.conflicts],
             "rejected": [{"file": f, "reason": r} for f, r in self.rejected],
             "masked": self.masked,
-            "unlinked": [{"id": i, "pointer": p} for i, p in self.unlinked],
+            "unlinked": [{"id": i, "pointer": p, "why": w} for i, p, w in self.unlinked],
         }
 
 
@@ -92,25 +92,40 @@ def import_bundle(ctx: Context, path: Path, dry_run: bool = False,
 
 
 def _unlink_foreign_chains(ctx: Context, memories: list[Memory], result: ImportResult) -> None:
-    """A supersede pointer may join a memory of the bundle to another memory of the bundle,
-    to a memory not here (yet: a chain exported in two parts joins when the other part
-    comes), or to a memory here that already points back. One to a memory here that does
-    not point back would let a bundle take it over: the next read's chain repair would
-    complete the pointer on the user's own file, and that memory would read as replaced by
-    the bundle's text. Such a pointer is dropped, and said."""
-    ids = {m.id for m in memories}
+    """A supersede pointer may join a memory of the bundle to another memory of the bundle
+    that this import writes, to a memory not here (yet: a chain exported in two parts joins
+    when the other part comes), or to a memory here that already points back — and only
+    within one scope: a chain never crosses scopes (docs/protocol.md, Supersede chains).
+    Any other pointer would let a bundle take over a memory: the next read's chain repair
+    would complete it on the user's own file, and that memory would read as replaced by
+    the bundle's text. A memory here is answered for by its copy here even when the bundle
+    holds the same id too: that copy is never written (skipped as identical, or a conflict
+    that keeps the existing file), so it cannot vouch for the pointer. Such a pointer is
+    dropped, and said."""
+    bundle = {m.id: m for m in memories}
+    keys = {str(f.path): f.scope_key for f in ctx.folders("all")}
     for memory in memories:
+        own = ctx.write_folder(memory.scope).scope_key
         for pointer, back in (("supersedes", "superseded_by"), ("superseded_by", "supersedes")):
             target = getattr(memory, pointer)
-            if target is None or target in ids:
+            if target is None:
                 continue
-            here = ctx.conn.execute(f"SELECT {back} FROM memories WHERE id = ?", (target,)).fetchall()
-            if not here or any(row[0] == memory.id for row in here):
-                continue  # not here yet, or here and pointing back
+            here = ctx.conn.execute(f"SELECT {back}, dir, scope_key FROM memories WHERE id = ?", (target,)).fetchall()
+            ours = [row for row in here if keys.get(row[1], row[2]) == own]
+            if here:  # its copy here decides: of this scope, and pointing back
+                why = "" if any(row[0] == memory.id for row in ours) else (
+                    "it is here and does not point back" if ours else "it is here in another scope, and a chain never crosses scopes")
+            elif target in bundle:  # the bundle's own chain, written by this import
+                why = "" if bundle[target].scope == memory.scope else (
+                    f"the bundle holds it as a {bundle[target].scope} memory, and a chain never crosses scopes")
+            else:
+                why = ""  # not here yet
+            if not why:
+                continue
             setattr(memory, pointer, None)
             if pointer == "superseded_by" and memory.status == "superseded":
                 memory.status = "active"  # replaced by nothing it may name: the head again
-            result.unlinked.append((memory.id, f"{pointer} {target}"))
+            result.unlinked.append((memory.id, f"{pointer} {target}", why))
 
 
 def admit(ctx: Context, memory: Memory) -> list[str]:

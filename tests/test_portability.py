@@ -276,6 +276,57 @@ def test_a_bundle_cannot_supersede_a_memory_it_does_not_hold(cli: Any, tmp_path:
     assert chains["ok"], chains
 
 
+@pytest.mark.parametrize("copy", ["conflicting", "identical"])
+def test_a_bundle_holding_a_copy_of_a_memory_here_cannot_supersede_it(cli: Any, tmp_path: Path, copy: str) -> None:
+    """The bundle held its own copy of the user's memory (other text: "conflict (kept
+    existing)", or the same text: "identical") next to a memory saying it supersedes that
+    id; a pointer into the bundle was always kept, so the next read marked the user's own
+    file superseded by the bundle's text. The copy is never written and cannot vouch for
+    the pointer: the copy here decides, and it does not point back."""
+    victim = add(cli, "I am allergic to penicillin", "--scope", "personal")
+    evil = new_ulid()
+    body = "I have no allergies" if copy == "conflicting" else "I am allergic to penicillin"
+    path, _ = honest(tmp_path / "b.tar.gz", [
+        ("personal", victim, personal_text(victim, body, status="superseded", superseded_by=evil)),
+        ("personal", evil, personal_text(evil, "penicillin is fine, no allergies", supersedes=victim))])  # fmt: skip
+    result = cli("import", str(path))
+    assert result.rc == 0, result.err
+    assert ("1 conflict(s)" in result.out) == (copy == "conflicting"), result.out
+    assert f"unlinked: {evil} no longer supersedes {victim} (it is here and does not point back)" in result.out
+    assert cli("list", "--scope", "personal").rc == 0  # a read: the chain repair runs
+    ctx = Context.load()
+    mine = read_memory(ctx.personal_dir / f"{victim}.md")
+    assert (mine.status, mine.superseded_by, mine.body) == ("active", None, "I am allergic to penicillin")
+    hits = [h["id"] for h in json.loads(cli("search", "penicillin", "--scope", "personal", "--json").out)["hits"]]
+    assert sorted(hits) == sorted([victim, evil])
+
+
+def test_an_imported_pointer_never_crosses_scopes(cli: Any, tmp_path: Path) -> None:
+    """A personal memory of the bundle saying it supersedes a project memory of the same
+    bundle was kept (both were "in the bundle"), and the next read marked the project
+    memory superseded by personal text; one naming a project memory here is dropped too,
+    and said so. A chain never crosses scopes."""
+    here = add(cli, "the staging database is db-stage-1")
+    ours, theirs = new_ulid(), new_ulid()
+    path, _ = honest(tmp_path / "b.tar.gz", [
+        ("project", theirs, project_text(theirs, "the build cache lives on cache-1")),
+        ("personal", ours, personal_text(ours, "the build cache lives on my laptop", supersedes=theirs))])  # fmt: skip
+    result = cli("import", str(path))
+    assert result.rc == 0 and "imported 2" in result.out, result.out + result.err
+    assert (f"unlinked: {ours} no longer supersedes {theirs} "
+            "(the bundle holds it as a project memory, and a chain never crosses scopes)") in result.out  # fmt: skip
+    assert cli("list", "--scope", "both").rc == 0
+    ctx = Context.load()
+    assert read_memory(ctx.outbox_dir / f"{theirs}.md").status == "active"
+    assert read_memory(ctx.personal_dir / f"{ours}.md").supersedes is None
+    other = new_ulid()
+    path, _ = honest(tmp_path / "c.tar.gz", [("personal", other, personal_text(
+        other, "staging uses my own database", status="superseded", superseded_by=here))])  # fmt: skip
+    assert (f"unlinked: {other} no longer superseded_by {here} "
+            "(it is here in another scope, and a chain never crosses scopes)") in cli("import", str(path)).out  # fmt: skip
+    assert read_memory(ctx.outbox_dir / f"{here}.md").supersedes is None
+
+
 @pytest.mark.parametrize("order", ["old part first", "new part first"])
 def test_a_chain_exported_in_two_bundles_joins_in_either_order(cli: Any, tmp_path: Path, order: str) -> None:
     """`export --tag db` then `--tag infra` split a supersede chain: on a fresh machine each

@@ -215,8 +215,8 @@ def import_(bundle: str, /, *, dry_run: Flag = False, json: Flag = False) -> int
         out(f"  conflict (kept existing): {memory_id} from {file} — {why}")
     for file, reason in result.rejected:
         out(f"  rejected: {file} ({reason})")
-    for memory_id, pointer in result.unlinked:
-        out(f"  unlinked: {memory_id} no longer {pointer} (not in the bundle, and it does not point back)")
+    for memory_id, pointer, why in result.unlinked:
+        out(f"  unlinked: {memory_id} no longer {pointer} ({why})")
     if result.masked:
         rules = sorted({r for found in result.masked.values() for r in found})
         note(f"secret masked in {len(result.masked)} imported memories ({', '.join(rules)})")
