@@ -80,7 +80,7 @@ def audit(ctx: Context, scope: str = "both", now: float | None = None) -> Report
     unique = list({r["id"]: r for r in reversed(active)}.values())  # the repo copy of a duplicated id
     report.checks["near-duplicates"] = near_duplicates(unique)
     report.checks["stale"] = _stale(unique, now)
-    report.checks["supersede chains"] = chain_findings(conn, dirs)
+    report.checks["supersede chains"] = chain_findings(conn, folders)
     report.checks["duplicate ids"] = duplicate_id_findings(conn, dirs)
     report.checks["personal in repo"] = _personal_in_repo(conn, folders, ctx.project.root)
     report.checks["index drift"] = _drift(conn, folders)
@@ -166,9 +166,13 @@ def _stale(rows: list[sqlite3.Row], now: float) -> list[Finding]:
     return out
 
 
-def chain_findings(conn: sqlite3.Connection, dirs: list[str]) -> list[Finding]:
+def chain_findings(conn: sqlite3.Connection, folders: list[Folder]) -> list[Finding]:
     """Supersede pointers that lead nowhere, memories replaced twice (a fork), and pointers
-    only one side of a pair holds (any read repairs those; ``audit`` only reports them)."""
+    only one side of a pair holds (any read repairs those; ``audit`` only reports them) —
+    but for one no read completes (``freshness.chain_refusal``: across scopes, or marking a
+    repository memory replaced from outside it), whose fix is in its holder's file."""
+    dirs = [str(f.path) for f in folders]
+    by_dir = {str(f.path): f for f in folders}
     marks = placeholders(dirs)
     out: list[Finding] = []
     for memory_id, target in conn.execute(
@@ -186,15 +190,20 @@ def chain_findings(conn: sqlite3.Connection, dirs: list[str]) -> list[Finding]:
         dirs,
     ):
         out.append(Finding(memory_id, f"{memory_id} is replaced by {count} memories", "forget all but one replacement"))
-    for holder, partner, pointer in conn.execute(
-        f"SELECT h.id, x.id, 'superseded_by' FROM memories h JOIN memories x ON x.id = h.superseded_by "
+    for holder, partner, pointer, holder_dir, partner_dir, holder_path in conn.execute(
+        f"SELECT h.id, x.id, 'superseded_by', h.dir, x.dir, h.file_path FROM memories h JOIN memories x ON x.id = h.superseded_by "
         f"WHERE h.superseded_by IS NOT NULL AND h.dir IN ({marks}) AND x.dir IN ({marks}) AND x.supersedes IS NULL "
-        f"UNION SELECT h.id, x.id, 'supersedes' FROM memories h JOIN memories x ON x.id = h.supersedes "
+        f"UNION SELECT h.id, x.id, 'supersedes', h.dir, x.dir, h.file_path FROM memories h JOIN memories x ON x.id = h.supersedes "
         f"WHERE h.supersedes IS NOT NULL AND h.dir IN ({marks}) AND x.dir IN ({marks}) AND x.superseded_by IS NULL "
         "ORDER BY 1",
         [*dirs, *dirs, *dirs, *dirs],
     ):
         back = "supersedes" if pointer == "superseded_by" else "superseded_by"
+        why = freshness.chain_refusal(by_dir[holder_dir], by_dir[partner_dir], pointer, partner)
+        if why is not None:
+            out.append(Finding(f"{holder} → {partner}", f"{holder} says {pointer} {partner}, which no read follows: {why}",
+                               freshness.refusal_fix(pointer, partner, holder_path)))  # fmt: skip
+            continue
         out.append(Finding(f"{holder} → {partner}", f"{holder} says {pointer} {partner}, but {partner} has no {back}",
                            "any read repairs it: open-memex list --scope both"))  # fmt: skip
     return out

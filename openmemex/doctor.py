@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from . import freshness, index, paths
 from .context import Context
 from .errors import MemexError
+from .index import Folder
 
 
 @dataclass
@@ -60,7 +61,7 @@ def run_checks(ctx: Context) -> list[Check]:
     dirs = [str(f.path) for f in ctx.folders("all")]
     checks.append(_rows_agree(ctx, conn))
     checks.append(_duplicate_ids(conn, dirs))
-    checks.append(_chains(conn, dirs))
+    checks.append(_chains(conn, ctx.folders("all")))
     git = shutil.which("git")
     transport = ctx.config.values.get("sync", {}).get("transport", "auto")
     checks.append(Check("git", git is not None or transport == "pygit2",
@@ -129,12 +130,12 @@ def _duplicate_ids(conn: sqlite3.Connection, dirs: list[str]) -> Check:
                  "keep one copy (delete the other file, or `open-memex forget ID` acts on the first listed)")  # fmt: skip
 
 
-def _chains(conn: sqlite3.Connection, dirs: list[str]) -> Check:
+def _chains(conn: sqlite3.Connection, folders: list[Folder]) -> Check:
     """Supersede pointers that lead nowhere, and memories replaced twice (a fork) — the
     check ``audit`` runs too (doctor has just healed the one-sided pointers it also lists)."""
     from .audit import chain_findings
 
-    problems = [f"{f.detail} (fix: {f.fix})" for f in chain_findings(conn, dirs)]
+    problems = [f"{f.detail} (fix: {f.fix})" for f in chain_findings(conn, folders)]
     if not problems:
         return Check("supersede chains", True, "every chain has one head")
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""

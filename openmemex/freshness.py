@@ -6,6 +6,7 @@ their files, then heal one-sided supersede chains. Every read path calls ``sync`
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import stat
@@ -21,7 +22,7 @@ from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
 from .index_schema import ROW_KEY, path_sql, spelled
 from .locks import scope_lock
 from .memfile import MemoryFileError, read_memory
-from .model import Memory
+from .model import PERSONAL_KEY, Memory
 from .text import undecodable_at
 
 PROGRESS_THRESHOLD = 500  # files to (re)read before a progress bar is worth showing
@@ -327,11 +328,14 @@ def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Pat
 def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     """Make one-sided supersede pointers two-sided (design §3.3). Files in our own data
     root are fixed on disk; in-repo files are fixed in the index only and reported, so a
-    read never dirties the user's work tree. A member an interrupted forget left half in
-    its chain is taken out. Runs on every read — three queries over the
-    partial indexes of chain members only, so its cost follows the number of superseded
-    memories, not the store — and a repair that failed once is tried again. Returns how
-    many pointers were healed."""
+    read never dirties the user's work tree. A pointer ``chain_refusal`` forbids (across
+    scopes, or one that would mark a repository memory replaced from outside the
+    repository) is never completed: it is reported once and its target stays as it is.
+    A member an interrupted forget left half in its chain is taken out. Runs on every
+    read — three queries over the partial indexes of chain members only, so its cost
+    follows the number of superseded memories, not the store, and one key of
+    ``index_info`` — and a repair that failed once is tried again. Returns how many
+    pointers were healed."""
     conn = ctx.conn
     dirs = [str(f.path) for f in folders]
     marks = placeholders(dirs)
@@ -346,14 +350,87 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
         f"WHERE x.supersedes IS NOT NULL AND fx.dir IN ({marks}) AND p.superseded_by = n.id",
         dirs,
     ).fetchall()
+    by_dir = {str(f.path): f for f in folders}
+    refused: list[tuple[list[object], str]] = []
     healed = 0
-    for row in forward:
-        healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], supersedes=row["holder_id"])
-    for row in backward:
-        healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], superseded_by=row["holder_id"])
+    for pointer, rows in (("superseded_by", forward), ("supersedes", backward)):
+        for row in rows:
+            holder, target = by_dir[row["holder_dir"]], by_dir[row["dir"]]
+            why = chain_refusal(holder, target, pointer, row["id"])
+            if why is not None:
+                refused.append(_refusal(row, pointer, why))
+            elif pointer == "superseded_by":
+                healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], supersedes=row["holder_id"])
+            else:
+                healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], superseded_by=row["holder_id"])
     for row in bypassed:
         healed += _finish_forget(ctx, row["path"], row["location"], folders, row["p_path"], row["n_path"])
+    _warn_refused(ctx, dirs, refused)
     return healed
+
+
+def chain_refusal(holder: Folder, target: Folder, pointer: str, target_id: str) -> str | None:
+    """Why the ``pointer`` (``supersedes`` or ``superseded_by``) of a memory in ``holder``
+    naming ``target_id`` in ``target`` must never be completed, or None. A chain never
+    crosses scopes (personal, each project: ``supersede`` keeps the scope), and a memory in
+    the repository is marked replaced only by a file in the repository. Ids are public in
+    the repo and a bundle or a hand-written file can name any of them: completing such a
+    pointer marked the named memory superseded and showed the pointer's text in its place."""
+    if (holder.scope_key or str(holder.path)) != (target.scope_key or str(target.path)):
+        return (f"{target_id} is {_scope_words(target)} and this one is {_scope_words(holder)}: "
+                "a supersede chain never crosses scopes")  # fmt: skip
+    if pointer == "supersedes" and target.location == "repo" and holder.location != "repo":
+        return f"{target_id} is in the repository, and only a file in the repository can replace it"
+    return None
+
+
+def _scope_words(folder: Folder) -> str:
+    if folder.scope_key == PERSONAL_KEY:
+        return "a personal memory"
+    where = " in the repository" if folder.location == "repo" else ""
+    return f"a memory of project {folder.scope_key}{where}"
+
+
+def refusal_fix(pointer: str, target_id: str, holder_path: str) -> str:
+    """The next step for a refused pointer (``chain_refusal``): only its holder's file says it."""
+    fix = f"remove `{pointer}: {target_id}` from {holder_path}"
+    return fix + " and set `status: active`" if pointer == "superseded_by" else fix
+
+
+_REFUSED = "refused chains"  # the index_info key of the refused pointers already reported
+
+
+def _refusal(row: sqlite3.Row, pointer: str, why: str) -> tuple[list[object], str]:
+    """A refused pointer as it is remembered (the holder's file by path and stat, so an edit
+    of that file is reported again, as a quarantined file is) and its one-line warning."""
+    fix = refusal_fix(pointer, row["id"], row["holder_path"])
+    name = Path(row["holder_path"]).name
+    told: list[object] = [row["holder_path"], row["holder_dir"], pointer, row["id"], row["dir"],
+                          row["mtime_ns"], row["size"], row["ctime_ns"], row["ino"]]  # fmt: skip
+    return told, f"{name}: {pointer} {row['id']} not followed — {why}; {fix}"
+
+
+def _warn_refused(ctx: Context, dirs: list[str], refused: list[tuple[list[object], str]]) -> None:
+    """Warn about each refused pointer once, like a skipped file: what was reported is kept
+    in the index (``index_info``), so every read does not say it again; a reindex forgets
+    it, and the next read says it once more. A pointer no longer refused where both of its
+    folders were just looked at is forgotten (a read of one scope keeps the others')."""
+    conn = ctx.conn
+    stored = conn.execute("SELECT value FROM index_info WHERE key = ?", (_REFUSED,)).fetchone()
+    if stored is None and not refused:
+        return
+    told: list[list[object]] = json.loads(stored[0]) if stored is not None else []
+    now = [entry for entry, _ in refused]
+    for entry, message in refused:
+        if entry not in told:
+            ctx.warn(message)
+    kept = [e for e in told if e in now or not (e[1] in dirs and e[4] in dirs)]
+    kept += [e for e in now if e not in kept]
+    if kept == told:
+        return
+    with contextlib.suppress(StoreBusyError), index.transaction(conn):  # busy: said again by a later read
+        conn.execute("INSERT INTO index_info(key, value) VALUES (?, ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_REFUSED, json.dumps(kept)))  # fmt: skip
 
 
 def _repair(ctx: Context, path_text: str, folders: list[Folder], failure: str,
@@ -426,11 +503,13 @@ def _heal(
 
 def _one_sided(conn: sqlite3.Connection, dirs: list[str], pointer: str, back: str) -> list[sqlite3.Row]:
     """Memories (``holder``) whose ``pointer`` names a partner whose ``back`` pointer is
-    empty; walked from the partial index of ``pointer``, so only chain members are read."""
+    empty; walked from the partial index of ``pointer``, so only chain members are read.
+    Each row also says where both live and the holder's stat (``_refusal``)."""
     marks = placeholders(dirs)
     return conn.execute(
-        f"SELECT h.id AS holder_id, {path_sql('fh', 'h')} AS holder_path, {path_sql('fx', 'x')} AS path, "
-        f"{spelled('x', 'location')} AS location "
+        f"SELECT h.id AS holder_id, {path_sql('fh', 'h')} AS holder_path, fh.dir AS holder_dir, "
+        f"h.mtime_ns AS mtime_ns, h.size AS size, h.ctime_ns AS ctime_ns, h.ino AS ino, "
+        f"x.id AS id, {path_sql('fx', 'x')} AS path, fx.dir AS dir, {spelled('x', 'location')} AS location "
         f"FROM memory_rows h INDEXED BY memories_{pointer} CROSS JOIN folders fh ON fh.id = h.folder "
         f"CROSS JOIN memory_rows x ON x.id = h.{pointer} CROSS JOIN folders fx ON fx.id = x.folder "
         f"WHERE h.{pointer} IS NOT NULL AND fh.dir IN ({marks}) AND fx.dir IN ({marks}) AND x.{back} IS NULL",

@@ -86,7 +86,7 @@ def test_each_check_finds_its_problem_and_names_the_fix(cli: Any, data_root: Pat
 
     # doctor reports the same chain problems through the same function (after healing)
     conn = Context.load().conn
-    assert f"{dangling} is superseded but its replacement {missing} is missing" in _chains(conn, [str(personal)]).detail
+    assert f"{dangling} is superseded but its replacement {missing} is missing" in _chains(conn, Context.load().folders("personal")).detail
 
 
 def test_a_clean_store_has_no_findings(cli: Any) -> None:

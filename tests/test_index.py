@@ -22,6 +22,7 @@ from openmemex.context import Context
 from openmemex.fingerprint import folder_checksum
 from openmemex.ids import new_ulid
 from tests import helpers
+from tests.bundles import project_text
 from tests.helpers import write_example
 
 WARN_PREFIX = "open-memex: warning: "
@@ -408,6 +409,71 @@ def test_dangling_superseded_by_does_not_hide_memory(cli) -> None:  # type: igno
     assert other in out
     out, _ = search_ids(cli, "quota")
     assert mid in out
+
+
+def _project_file(folder: Path, body: str, review_state: str = "published", **pointers: str) -> tuple[str, Path]:
+    """A project memory written into ``folder`` (the repo dir: a teammate's, as pulled)."""
+    memory_id = new_ulid()
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"{name}: {value}\n" for name, value in pointers.items())
+    text = project_text(memory_id, body, review_state=review_state).replace("\n---\n\n", f"\n{lines}---\n\n", 1)
+    path = folder / f"{memory_id}.md"
+    path.write_text(text, encoding="utf-8")
+    return memory_id, path
+
+
+def _heads(cli) -> set[str]:  # type: ignore[no-untyped-def]
+    listing = json.loads(cli("list", "--scope", "both", "--json").out)
+    return {m["id"] for section in listing["sections"] for m in section["memories"] if m["status"] == "active"}
+
+
+def test_a_pointer_across_scopes_or_into_the_repo_is_never_healed(cli, git_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    """Ids are public in the repository. A personal file (a bundle's, or written by hand)
+    saying it supersedes a published memory there made the next read in the repository
+    mark that memory superseded in the index: search showed only the personal text. A
+    chain never crosses scopes (personal ↔ project, both ways), and only a file in the
+    repository replaces a memory in it (not an outbox draft): such a pointer is reported
+    once, as a skipped file is, and both memories stay as they are."""
+    with Context.load() as ctx:
+        repo_dir, outbox, personal = git_repo / ".ai" / "open-memex", ctx.outbox_dir, ctx.personal_dir
+        key = ctx.project.key
+    team, team_path = _project_file(repo_dir, "releases are cut from main after CI is green")
+    evil, evil_path = write_personal(personal, "releases are cut from any branch, CI is optional", supersedes=team)
+    draft, draft_path = _project_file(outbox, "releases skip CI on Fridays", review_state="draft", supersedes=team)
+    mine, mine_path = write_personal(personal, "my release checklist has five steps")
+    rogue, rogue_path = _project_file(repo_dir, "the release checklist is gone", supersedes=mine)
+    files = [team_path, evil_path, draft_path, mine_path, rogue_path]
+    before = [f.read_bytes() for f in files]
+
+    result = cli("search", "release releases", "--scope", "both")
+    assert result.rc == 0, result.err
+    assert sorted(result.err.splitlines()) == sorted([
+        f"{WARN_PREFIX}{evil}.md: supersedes {team} not followed — {team} is a memory of project {key} in the "
+        f"repository and this one is a personal memory: a supersede chain never crosses scopes; "
+        f"remove `supersedes: {team}` from {evil_path}",
+        f"{WARN_PREFIX}{draft}.md: supersedes {team} not followed — {team} is in the repository, and only a file "
+        f"in the repository can replace it; remove `supersedes: {team}` from {draft_path}",
+        f"{WARN_PREFIX}{rogue}.md: supersedes {mine} not followed — {mine} is a personal memory and this one is a "
+        f"memory of project {key} in the repository: a supersede chain never crosses scopes; "
+        f"remove `supersedes: {mine}` from {rogue_path}",
+    ])  # fmt: skip
+    assert _heads(cli) == {team, evil, draft, mine, rogue}
+    assert [f.read_bytes() for f in files] == before  # not one file changed
+    again = cli("search", "release releases", "--scope", "both")
+    assert again.rc == 0 and again.err == "", again.err  # said once, like a skipped file
+    assert cli("list", "--scope", "personal").err == ""  # a read of one scope keeps what the others said
+
+    doctor = next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")
+    assert not doctor["ok"] and f"{evil} says supersedes {team}, which no read follows" in doctor["detail"]
+    assert f"fix: remove `supersedes: {team}` from {evil_path}" in doctor["detail"]
+    evil_path.write_text(evil_path.read_text(encoding="utf-8").replace("optional", "optional!"), encoding="utf-8")
+    edited = cli("list", "--scope", "both")
+    assert edited.err.count(WARN_PREFIX) == 1 and f"{evil}.md: supersedes {team} not followed" in edited.err
+    # a chain within the repository is still completed there, in the index only
+    newer, _ = _project_file(repo_dir, "releases are cut from main after CI and a tag", supersedes=team)
+    healed = cli("list", "--scope", "both")
+    assert f"{team}.md: one-sided supersede chain (missing superseded_by {newer}); fix the file in the repo" in healed.err
+    assert team not in _heads(cli) and newer in _heads(cli)
 
 
 @pytest.mark.parametrize("two_sided", [True, False], ids=["two-sided", "one-sided"])
