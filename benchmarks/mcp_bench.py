@@ -66,7 +66,7 @@ from openmemex.context import Context
 from openmemex.lifecycle import forget
 from openmemex.search import search
 from openmemex.server.calls import Session
-from openmemex.text import has_cjk, latin_terms
+from openmemex.text import has_cjk, word_terms
 
 DEFAULT_SIZES = (10_000, 100_000)
 COLD_SIZE = 10_000
@@ -95,7 +95,7 @@ def query_kind(query: str) -> str:
     if query in IDENTIFIERS:
         return "identifier"
     if has_cjk(query):
-        return "mixed" if latin_terms(query) else "Chinese"
+        return "mixed" if word_terms(query) else "Chinese"
     words = len(query.split())
     return {1: "1 word", 2: "2 words", 3: "3 words"}.get(words, "question")
 

@@ -23,15 +23,16 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .text import CJK_RUN
+from .text import CJK_RUN, CONCEPT_LETTER
 
 MAX_EXPANSIONS = 32
 RULES_VERSION = 5  # part of the map's hash: a change to how the column is derived re-derives it (5: ω first; 4: tokens named by members)
 MEMO_WORDS = 50_000  # distinct words whose group lookup is kept (a full rebuild meets each word many times)
-# + a number named by the group's members: one FTS term per concept. A Greek letter first, as
-# no query spells one (``text.build_query`` asks for Latin words, their prefixes and CJK grams):
-# no typed word or prefix ("om", "ω") reaches a token, so a query needs no column filter.
-TOKEN = "ωxg"
+# + a number named by the group's members: one FTS term per concept. A Greek letter first
+# (``text.CONCEPT_LETTER``): ``text.build_query`` keeps a query word that starts with it from
+# the expansions column, so no typed word or prefix ("om", "ω", "ωxg") reaches a token and the
+# other words need no column filter.
+TOKEN = f"{CONCEPT_LETTER}xg"
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
 # Each group is one concept in the words developers use for it, English and Chinese.

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import expansions
-from .text import CJK_RUN, CJK_STANDIN, HASH_CHARS, cjk_index_text
+from .text import CJK_RUN, CJK_STANDIN, HASH_CHARS, cjk_index_text, starts_word
 
 SCHEMA_VERSION = 18  # 18: location, visibility, role, importance and source coded (CODED); the small keyed tables WITHOUT ROWID (no second page for their key's index); 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
 # Caches that outlive a rebuild: keyed by content, not by row (embedding vectors).
@@ -233,51 +233,51 @@ def grams(content: str, tags: str, aliases: str) -> str:
 # is cut into the same words at the same places, bm25's row lengths and phrases stay as they
 # were; folded by nothing and never asked for by a query (``text.build_query``); and a run of
 # n letters is one of a few hundred terms (n stand-ins) for the whole store, not a term of
-# its own.
-# The characters unicode61 takes for word characters, by Unicode category (its default "L* N*
-# Co", and an unassigned code point too).
-TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co", "Cn"})
+# its own. (The characters unicode61 takes for word characters: ``text.TOKEN_CATEGORIES``.)
 # The CJK word characters: the CJK blocks (text.CJK_BLOCKS) less what unicode61 takes for
 # separators in them — the combining sound marks and ゛゜ (U+3099–309C), ゠ (U+30A0) and ・
 # (U+30FB). Written out, not worked out at start-up (4 ms); tests/test_index_storage.py checks
-# it against TOKEN_CATEGORIES and SQLite's tokenizer, character by character.
+# it against text.TOKEN_CATEGORIES and SQLite's tokenizer, character by character.
 CJK_WORD_RANGES = (
     (0x3040, 0x3098), (0x309D, 0x309F), (0x30A1, 0x30FA), (0x30FC, 0x30FF),
     (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xAC00, 0xD7AF),
 )  # fmt: skip
 _CJK_WORD = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_WORD_RANGES)
 _CJK_WORDS = re.compile(f"[{_CJK_WORD}]+")
-_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _APART = "\u2063"  # INVISIBLE SEPARATOR: a separator to unicode61, nothing on the screen
-# where words_apart's separators are in a snippet of its text (a match mark may stand beside one)
-_PUT_APART = re.compile(f"(?<=[{_CJK_WORD}]){_APART}(?=[A-Za-z0-9\x02])|(?<=[A-Za-z0-9\x03]){_APART}(?=[{_CJK_WORD}])")
+# where a separator stands between CJK and another character (a match mark may stand beside
+# one): ``words_together`` takes out those words_apart put in
+_BESIDE_CJK = re.compile(f"(?<=[{_CJK_WORD}]){_APART}(?=([^{_CJK_WORD}]))|(?<=([^{_CJK_WORD}])){_APART}(?=[{_CJK_WORD}])")
 
 
 def _recut(text: str, apart: str, stand_in: bool) -> str:
-    """Each run of CJK word characters set apart by ``apart`` from an ASCII letter or digit
-    written against it, and made of ``CJK_STANDIN`` letters if ``stand_in``."""
+    """Each run of CJK word characters set apart by ``apart`` from a letter or digit of
+    another script written against it (``text.starts_word``: ``用redis做``, ``与Müller``,
+    ``在Москве``), and made of ``CJK_STANDIN`` letters if ``stand_in``."""
 
     def run(found: re.Match[str]) -> str:
         at, end = found.span()
-        before = apart if at and text[at - 1] in _ASCII_WORD else ""
-        after = apart if end < len(text) and text[end] in _ASCII_WORD else ""
+        before = apart if at and starts_word(text[at - 1]) else ""
+        after = apart if end < len(text) and starts_word(text[end]) else ""
         return f"{before}{CJK_STANDIN * (end - at) if stand_in else found.group()}{after}"
 
     return _CJK_WORDS.sub(run, text)
 
 
 def plain(content: str) -> str:
-    """The FTS ``content`` column of a text: each CJK letter is ``CJK_STANDIN``, and an ASCII
-    word written against CJK (``用redis做缓存``) is set apart from it. CJK is indexed as grams
-    in ``cjk``, where every query looks for it (``text.build_query``); as itself here each run
-    was a term no query reached, stored once — a tenth of the FTS index where a fifth of the
-    store is Chinese — and the ASCII word was part of it, so no search found it. Search's
-    snippet table gets the text with the same words set apart (``words_apart``)."""
+    """The FTS ``content`` column of a text: each CJK letter is ``CJK_STANDIN``, and a word of
+    another script written against CJK (``用redis做缓存``, ``在Москве开会``) is set apart from
+    it. CJK is indexed as grams in ``cjk``, where every query looks for it
+    (``text.build_query``); as itself here each run was a term no query reached, stored once —
+    a tenth of the FTS index where a fifth of the store is Chinese — and the word was part of
+    it, so no search found it (only ASCII words were set apart once, so ``Москве`` written
+    after Chinese was not). Search's snippet table gets the text with the same words set apart
+    (``words_apart``)."""
     return _recut(content, " ", True) if CJK_RUN.search(content) else content
 
 
 def words_apart(text: str) -> str:
-    """``text`` with each ASCII word written against CJK set apart by an invisible separator:
+    """``text`` with each word written against CJK set apart by an invisible separator (``plain``):
     the snippet table then cuts the words ``plain`` gives the index, at the same places, and
     shows the text as it is once ``words_together`` has taken the separators out again."""
     return _recut(text, _APART, False) if CJK_RUN.search(text) else text
@@ -286,7 +286,15 @@ def words_apart(text: str) -> str:
 def words_together(snippet: str) -> str:
     """A snippet of a ``words_apart`` text (its match marks still in) without the separators
     that put in — only those: one the memory's own text holds elsewhere stays."""
-    return _PUT_APART.sub("", snippet) if _APART in snippet else snippet
+    if _APART not in snippet:
+        return snippet
+
+    def put_in(found: re.Match[str]) -> str:
+        after, before = found.group(1), found.group(2)  # the other side: a word character or a match mark
+        beside = after if after is not None else before
+        return "" if beside == ("\x02" if after is not None else "\x03") or starts_word(beside) else found.group()
+
+    return _BESIDE_CJK.sub(put_in, snippet)
 
 
 def fts_values(content: str, tags: str, aliases: str, codes: bytes, type: str, cjk_expansions: str) -> tuple[str, ...]:
@@ -388,7 +396,7 @@ def create_indexes(conn: sqlite3.Connection) -> None:
 _PROBE = " ".join([
     "\u303f\u3040\u30ff\u3100", "\u33ff\u3400\u4dbf\u4dc0", "\u4dff\u4e00\u9fff\ua000",
     "\uf8ff\uf900\ufaff\ufb00", "\uabff\uac00\ud7af\ud7b0", "中", "中文", "中文字", "a中b文c", "中，文。字",
-    "かなカナ", "한국어", "mixed中文text", "〇々〆", "ｱｲ", "end",
+    "かなカナ", "한국어", "mixed中文text", "〇々〆", "ｱｲ", "end", "Müller中文Москве", "与São", "用ＡＰＩ做", "時々x",
 ])  # fmt: skip
 
 

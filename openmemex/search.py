@@ -211,7 +211,8 @@ def _expression(text: str) -> str:
     """``build_query``, plus the D80 concept tokens of the groups ``text`` uses, asked of the
     ``expansions`` column only (a memory may hold a token's spelling in its own text: a
     pasted ``--explain`` line). The words need no column filter: no typed word or prefix
-    reaches a concept token (``expansions.TOKEN``)."""
+    reaches a concept token (``expansions.TOKEN``; ``build_query`` keeps a word starting
+    with its Greek letter from that column)."""
     expression = build_query(text)
     if not expression:
         return expression

@@ -1,14 +1,18 @@
 """Text handling shared by dedup, indexing and query construction.
 
 Pure functions with no I/O. CJK text has no spaces, so it is indexed as unigrams plus
-overlapping bigrams in its own column and queried with bigrams (design §7).
+overlapping bigrams in its own column and queried with bigrams (design §7). Every other
+script is cut into words where the index's tokenizer (SQLite's unicode61) cuts it, so a
+query word is the word the index holds (``word_terms``, ``starts_word``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 import re
+import unicodedata
 from collections.abc import Iterable
 
 CJK_BLOCKS = (
@@ -23,8 +27,39 @@ CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
 # What the index's FTS ``content`` column has for each CJK letter (``index_schema.plain``): a
 # private-use letter, which no query may ask for (``build_query``).
 CJK_STANDIN = "\ue000"
+# The first letter of every D80 concept token (``expansions.TOKEN``): a query word starting
+# with it is kept from the ``expansions`` column (``build_query``), so no typed word or prefix
+# reaches a concept token.
+CONCEPT_LETTER = "ω"
+
+# How SQLite's unicode61 tokenizer (``index_schema.TOKENIZE``) cuts text into words: a word
+# starts at a character of these Unicode categories (its default "L* N* Co", and an unassigned
+# code point too) and goes on through them and ``DIACRITICS``; everything else is a separator
+# (``_`` too). tests/test_text.py checks both against SQLite, character by character.
+TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co", "Cn"})
+# The combining marks unicode61 reads as part of the word before them (sqlite3Fts5UnicodeIsdiacritic;
+# remove_diacritics folds them away): ``Mu\u0308ller`` is one word, as ``Müller`` is.
+DIACRITICS = frozenset(
+    chr(c) for c in (*range(0x300, 0x305), *range(0x306, 0x30D), 0x30F, 0x311, 0x31B, *range(0x323, 0x329), 0x32D, 0x32E, 0x330, 0x331)
+)
+# Han, kana, hangul and what is written with them (radicals, bopomofo, jamo, CJK symbols such
+# as 々〆〇, enclosed and compatibility forms, halfwidth kana, the ideographic planes): CJK text is
+# found by its grams (``CJK_RUN``) and the rest of it stays as it was in the index and in a
+# query, never a word of its own.
+_CJK_SCRIPT = re.compile(
+    "[\u1100-\u11ff\u2e80-\u2fdf\u2ff0-\u31ff\u3200-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff65-\uffdc\U0001aff0-\U0001b16f\U00020000-\U0003ffff]"
+)
+# The ASCII rules of the query words are those before other scripts were words: a letter, digit
+# or ``_`` starts one, ``.`` and ``-`` join (``x86-64``, ``redis.conf`` become phrases of the
+# index's words); ``_`` and the joiners are separators to the index, so such a word is a phrase.
 _LATIN_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 _SIM_TOKEN = re.compile(r"[a-z0-9_-]+")
+_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+# The same words over a text's ``_shape``: "w" a word character, "m" a diacritic, "." and "-"
+# themselves, a space for the rest.
+_SHAPED_TOKEN = re.compile(r"w[wm.\-]*")
+_SHAPED_SIM_TOKEN = re.compile(r"[wm\-]+")
 MAX_TERMS = 24
 # CJK query bigrams look in the grams of the text and of its D80 expansions (the
 # cjk_expansions column carries each Chinese variant's grams beside it).
@@ -89,9 +124,61 @@ def cjk_index_text(text: str) -> str:
     return " ".join(cjk_grams(text))
 
 
+@functools.lru_cache(maxsize=8192)
+def _kind(char: str) -> str:
+    """What ``char`` is to a word of the query (``_shape``)."""
+    if char.isascii():
+        return "w" if char in _ASCII_WORD or char == "_" else char if char in ".-" else " "
+    if char in DIACRITICS:
+        return "m"
+    return "w" if starts_word(char) else " "
+
+
+def starts_word(char: str) -> bool:
+    """``char`` is a word character of a script written with spaces (the letters and digits
+    of every script but the CJK ones): unicode61 makes it part of a word, and a query asks
+    for that word. ``index_schema.plain`` sets such a word apart from CJK written against it."""
+    if char.isascii():
+        return char in _ASCII_WORD
+    return (
+        char != CJK_STANDIN
+        and unicodedata.category(char) in TOKEN_CATEGORIES
+        and _CJK_SCRIPT.match(char) is None
+    )
+
+
+def _shape(lowered: str) -> str:
+    """``lowered`` with each character replaced by its ``_kind``, one for one: the words'
+    places are found by a regex over it (each distinct character is looked up once)."""
+    return lowered.translate({ord(c): _kind(c) for c in set(lowered)})
+
+
+def _words(lowered: str, ascii_token: re.Pattern[str], shaped_token: re.Pattern[str]) -> list[str]:
+    if lowered.isascii():  # the common case, and the rules ASCII had before
+        return ascii_token.findall(lowered)
+    return [lowered[m.start() : m.end()] for m in shaped_token.finditer(_shape(lowered))]
+
+
+def _folded(word: str) -> str:
+    """``word`` with the diacritics the index removes taken off (``remove_diacritics 2``
+    folds a Latin letter with them to the bare letter: ``São`` is ``sao`` to it, ``й`` stays)."""
+    if word.isascii():
+        return word
+    out = []
+    for char in word:
+        parts = unicodedata.normalize("NFD", char)
+        bare = len(parts) > 1 and parts[0].isascii() and all(p in DIACRITICS for p in parts[1:])
+        out.append(parts[0] if bare else "" if char in DIACRITICS else char)
+    return "".join(out)
+
+
 def similarity_tokens(text: str) -> frozenset[str]:
+    """The words (of every script, diacritics folded as the index folds them) and CJK grams
+    of ``text``: what the near-duplicate check compares."""
     lowered = text.lower()
-    tokens = set(_SIM_TOKEN.findall(lowered))
+    words = _words(lowered, _SIM_TOKEN, _SHAPED_SIM_TOKEN)
+    tokens = set(words) if lowered.isascii() else {_folded(w) for w in words}
+    tokens.discard("")  # a word of diacritics alone
     tokens.update(cjk_grams(lowered))
     return frozenset(tokens)
 
@@ -118,8 +205,11 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def latin_terms(text: str) -> list[str]:
-    tokens = [t.strip(".-") for t in _LATIN_TOKEN.findall(CJK_RUN.sub(" ", text.lower()))]
+def word_terms(text: str) -> list[str]:
+    """The query's words outside CJK, cut where the index's tokenizer cuts them: the
+    letters and digits of every script (``starts_word``), with the diacritics it keeps in a
+    word; English function words and one-letter words dropped unless nothing else is left."""
+    tokens = [t.strip(".-") for t in _words(CJK_RUN.sub(" ", text.lower()), _LATIN_TOKEN, _SHAPED_TOKEN)]
     tokens = [t for t in tokens if t]
     kept = [t for t in tokens if len(t) > 1 and t not in EN_STOPWORDS]
     if not kept:  # never empty: fall back to the unfiltered words (D56)
@@ -153,21 +243,30 @@ def identifiers(text: str) -> list[str]:
     return _dedupe(out)
 
 
+def _prefix_term(word: str) -> str:
+    """A word as a prefix term; one starting with ``CONCEPT_LETTER`` (Greek ``ω…``, or a
+    pasted concept token) asks every column but ``expansions``, where it would reach the
+    concept tokens (``ω*`` all of them)."""
+    term = _quote(word) + "*"
+    return f"(- expansions : {term})" if word.startswith(CONCEPT_LETTER) else term
+
+
 def build_query(text: str) -> str:
     """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
-    is always text (punctuation alone gives a phrase that matches nothing). Latin terms are prefix-matched and OR-ed so extra words only lower
+    is always text (punctuation alone gives a phrase that matches nothing). Words of every
+    script but CJK (``word_terms``) are prefix-matched and OR-ed so extra words only lower
     the rank; CJK bigrams are matched in the ``cjk`` and ``cjk_expansions`` columns. Empty only for empty input."""
     text = text.replace("\x00", " ")  # FTS5 reads a NUL as the end of its string: "unterminated string"
-    latin = latin_terms(text)
+    words = word_terms(text)
     cjk = cjk_query_terms(text)
-    latin_expr = " OR ".join(_quote(t) + "*" for t in latin)
+    words_expr = " OR ".join(_prefix_term(t) for t in words)
     cjk_expr = " OR ".join(_quote(t) for t in cjk)
-    if latin_expr and cjk_expr:
-        return f"({latin_expr}) OR {CJK_COLUMNS}:({cjk_expr})"
+    if words_expr and cjk_expr:
+        return f"({words_expr}) OR {CJK_COLUMNS}:({cjk_expr})"
     if cjk_expr:
         return f"{CJK_COLUMNS}:({cjk_expr})"
-    if latin_expr or not text.strip():
-        return latin_expr
-    # no Latin or CJK words (punctuation, another script): the text as one phrase, a valid one
-    # that matches nothing if it is only punctuation; never the index's CJK stand-in letter
+    if words_expr or not text.strip():
+        return words_expr
+    # no words and no CJK (punctuation, symbols): the text as one phrase, a valid one that
+    # matches nothing if it is only punctuation; never the index's CJK stand-in letter
     return _quote(text.replace(CJK_STANDIN, " ").strip())

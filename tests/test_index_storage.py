@@ -223,23 +223,19 @@ def test_the_stand_ins_cut_the_text_where_unicode61_cuts_it() -> None:
     """Every character of the CJK blocks is a word character to SQLite's tokenizer exactly
     when ``plain`` makes it a stand-in letter (CJK punctuation and marks — ・ ゛ — stay
     separators, so ``pool・mode`` is still the phrase ``pool mode``), and the index's text and
-    the snippet table's are cut into as many words, at the same places."""
+    the snippet table's are cut into as many words, at the same places (a word of another
+    script written against CJK set apart in both)."""
     import unicodedata
 
-    from openmemex.index_schema import (
-        CJK_WORD_RANGES,
-        TOKEN_CATEGORIES,
-        TOKENIZE,
-        plain,
-        words_apart,
-    )
-    from openmemex.text import CJK_BLOCKS, CJK_STANDIN
+    from openmemex.index_schema import CJK_WORD_RANGES, TOKENIZE, plain, words_apart
+    from openmemex.text import CJK_BLOCKS, CJK_STANDIN, TOKEN_CATEGORIES
 
     words = {c for first, last in CJK_WORD_RANGES for c in range(first, last + 1)}
     assert words == {c for first, last in CJK_BLOCKS for c in range(first, last + 1)
                      if unicodedata.category(chr(c)) in TOKEN_CATEGORIES}  # fmt: skip
     chars = [chr(c) for first, last in CJK_BLOCKS for c in range(first, last + 1)] + list("々〆〇・ー")
-    texts = [*chars, "pool・mode", "データ・ベース", "時々redis", "用redis做缓存", "第3章", "x\u3099y", "a中b文c"]
+    texts = [*chars, "pool・mode", "データ・ベース", "時々redis", "用redis做缓存", "第3章", "x\u3099y", "a中b文c",
+             "在Москве开会", "与Müller讨论", "用ＡＰＩ做"]  # fmt: skip
     conn = sqlite3.connect(":memory:")
     try:
         conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(raw, plain, apart, tokenize='{TOKENIZE}')")
@@ -260,6 +256,7 @@ def test_the_stand_ins_cut_the_text_where_unicode61_cuts_it() -> None:
     for text, doc in glued.items():
         assert cuts[(doc, "plain")] == cuts[(doc, "apart")], text
     assert len(cuts[(glued["用redis做缓存"], "plain")]) == 3
+    assert len(cuts[(glued["在Москве开会"], "plain")]) == 3  # a word of any script is set apart, not ASCII only
 
 
 def test_words_apart_in_the_text_stay_apart_in_the_index(cli: Any) -> None:

@@ -174,7 +174,7 @@ def test_alias_round_end_to_end(cli: Any) -> None:
 def test_typed_words_never_reach_concept_tokens(cli: Any) -> None:
     """The concept tokens are asked for only by a query that uses a group member: no typed
     word or prefix reaches one ("ω", "ωxg", a whole token, or the Latin that follows the
-    ω), and the query needs no column filter to keep it so."""
+    ω); only a word starting with ω needs a column filter to keep it so (``build_query``)."""
     assert cli("add", "We deploy checkout with Argo CD every Tuesday.").rc == 0
     token = expansions.token(GROUPS[0])
     assert token.startswith("ω")
