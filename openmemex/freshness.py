@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import index, store
 from .context import Context
-from .errors import MemexError, StoreBusyError
+from .errors import IndexDamaged, MemexError, StoreBusyError
 from .fingerprint import MASK, SIG_COLUMNS, Sig, entry_hash, folder_checksum, stat_sig
 from .index import Folder, SyncStats, Warn, placeholders, warn_stderr
 from .index_schema import ROW_KEY, path_sql, spelled
@@ -310,6 +310,8 @@ def record(ctx: Context, written: list[tuple[Memory, Folder]], removed: list[Pat
         index.apply_changes(ctx.conn, written, removed or [])
     except StoreBusyError:
         ctx.warn("saved, but the index is busy (a long reindex?); the next read indexes the change")
+    except IndexDamaged:
+        raise  # the Context reports the saved change and never repeats it
     except MemexError as exc:  # a full disk, a read-only index.db: the change is made all the same
         ctx.warn(f"the change is saved, but the index could not be updated: {exc}; the next read indexes it")
     except sqlite3.DatabaseError as exc:
