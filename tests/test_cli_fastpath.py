@@ -81,7 +81,7 @@ CASES = [
     (["search", "deploy", "--scope=-x"], FAST), (["search", "deploy", "--type", "nonsense"], FAST),
     (["search", "deploy", "--limit=0"], FAST), (["search", "deploy", "--limit", "500"], FAST),
     (["search", ""], FAST), (["search", "nothing-matches-this"], FAST), (["search", "--", "-deploy"], FAST),
-    (["search", "a=b"], FAST), (["search", "deploy", "--embeddings"], FAST),
+    (["search", "a=b"], FAST), (["search", "deploy", "--embeddings"], FAST), (["search", "--", "--help"], FAST),
     (["search", "-deploy"], FULL), (["search", "deploy", "--help"], FULL), (["search", "-h"], FULL), (["search"], FULL),
     (["search", "--json"], FULL), (["search", "deploy", "database"], FULL), (["search", "deploy", "--bogus"], FULL),
     (["search", "deploy", "--lim", "3"], FULL), (["search", "deploy", "--limit", "x"], FULL), (["search", "deploy", "--limit=-3"], FULL),
@@ -100,6 +100,7 @@ CASES = [
     # show
     (["show", ID], FAST), (["show", ID, "--json"], FAST), (["show", "--json", ID], FAST), (["show", "PREFIX"], FAST),
     (["show", "01J0000000000000000000NONE"], FAST), (["show", "abc"], FAST), (["show", ""], FAST), (["show", "--", ID], FAST),
+    (["show", "--", "-h"], FAST), (["show", "--help", "--", ID], FULL),
     (["show"], FULL), (["show", "--help"], FULL), (["show", "-h"], FULL), (["show", "-x"], FULL), (["show", ID, ID], FULL),
     (["show", ID, "--bogus"], FULL), (["show", "--memory-id", ID], FULL), (["show", "\udcff"], FULL),
     # where

@@ -80,17 +80,50 @@ def test_manifest_and_our_own_config_load_with_pre_commits_schema() -> None:
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["pass_filenames"] and not hook["require_serial"]
         assert hook["stages"] == ["pre-commit", "manual"]
-    assert hooks["open-memex-secrets"]["entry"] == "open-memex scan"
-    assert hooks["open-memex-check"]["entry"] == "open-memex check"
+    assert hooks["open-memex-secrets"]["entry"] == "open-memex scan --"  # file names are never options
+    assert hooks["open-memex-check"]["entry"] == "open-memex check --"
+    assert hooks["open-memex-secrets"]["args"] == hooks["open-memex-check"]["args"] == []
     config = load_config(str(ROOT / ".pre-commit-config.yaml"))
     local = {hook["id"]: hook for hook in config["repos"][0]["hooks"]}
     assert config["repos"][0]["repo"] == "local" and set(local) == set(hooks)
+    assert all(hook["entry"].split()[-1] == "--" for hook in local.values())
 
 
-def test_our_own_hook_passes_on_our_docs() -> None:
-    proc = subprocess.run([sys.executable, "-m", "openmemex", "scan", "README.md", "docs", ".pre-commit-hooks.yaml"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_a_committed_file_named_like_an_option_is_scanned_not_obeyed(tmp_path: Path) -> None:
+    """Files named ``--help``, ``-h`` and ``--version`` under ``files: ''``: pre-commit puts
+    the file names after the entry, so with the shipped entry (ending in ``--``) they are
+    files to scan and a token beside them or in them is found. Before, ``scan --help
+    secret.txt`` printed help and exited 0: the hook passed and the tokens were committed.
+    The shipped entry runs as a local hook (the open-memex under test, no install), in one
+    batch (``PRE_COMMIT_NO_CONCURRENCY``) as for a commit of a few files."""
+    from pre_commit.clientlib import load_manifest
+
+    shipped = {hook["id"]: hook for hook in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}["open-memex-secrets"]
+    program, *rest = shipped["entry"].split()
+    assert program == "open-memex"
+    entry = " ".join([sys.executable, "-m", "openmemex", *rest])
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / ".pre-commit-config.yaml").write_text(
+        "repos:\n  - repo: local\n    hooks:\n      - id: open-memex-secrets\n        name: open-memex secret scan\n"
+        f"        entry: {entry}\n        args: {shipped['args']}\n        language: system\n        files: ''\n"
+        "        types: [text]\n"
+    )
+    leaked = ["ghp_" + "Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6J3k8", "ghp_" + "Z5x8C1v4B7n0M3q6W9e2R5t8Y1u4I7o0P3a6"]
+    (repo / "secret.txt").write_text(f"token {leaked[0]}\n")
+    (repo / "-h").write_text(f"token {leaked[1]}\n")
+    for name in ("--help", "--version"):
+        (repo / name).write_text("an innocent file\n")
+    git("add", "-A", cwd=repo)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"), "PRE_COMMIT_COLOR": "never",
+           "PRE_COMMIT_NO_CONCURRENCY": "1"}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "secret.txt:1:7 github-pat ghp_xxxx" in proc.stdout and "-h:1:7 github-pat ghp_xxxx" in proc.stdout
+    assert "2 possible secrets in 2 of 5 files" in proc.stdout
+    assert not any(token in proc.stdout for token in leaked)
 
 
 def test_try_repo_fails_on_a_leaked_token_and_an_invalid_memory_file(hooks_repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:

@@ -187,8 +187,10 @@ def test_no_path_outside_a_repository_names_the_way(cli: object, tmp_path: Path,
 def test_the_fast_path_prints_exactly_what_the_full_cli_prints(cli: object, leaky: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     monkeypatch.chdir(leaky)
+    (leaky / "--help").write_text(f"token {token(19)}\n")
     for argv in (["scan", "app.env"], ["scan", "--format=json", "--", "app.env", "clean.md"], ["scan", "clean.md"],
-                 ["scan", "--format", "github", "."], ["scan", "--format", "xml"], ["scan", "nope"]):  # fmt: skip
+                 ["scan", "--format", "github", "."], ["scan", "--format", "xml"], ["scan", "nope"],
+                 ["scan", "--", "--help", "clean.md"]):  # fmt: skip
         full = cli(*argv)  # type: ignore[operator]
         capsys.readouterr()
         code = shared.fast(argv)
@@ -196,9 +198,25 @@ def test_the_fast_path_prints_exactly_what_the_full_cli_prints(cli: object, leak
         assert (code, fast.out, fast.err) == (full.rc, full.out, full.err), argv
 
 
+def test_after_double_dash_files_named_like_options_are_scanned(cli: object, leaky: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-commit hooks end their entry with ``--`` and pre-commit appends the file names,
+    so committed files named ``--help``, ``-h``, ``--version`` or ``-V`` are files to scan, on
+    the fast path as in the full CLI (the fast path used to hand any line holding ``--help``
+    to the full CLI)."""
+    monkeypatch.chdir(leaky)
+    names = ["--help", "-h", "--version", "-V"]
+    for n, name in enumerate(names):
+        (leaky / name).write_text(f"token {token(20 + n)}\n")
+    result = cli("scan", "--", *names)  # type: ignore[operator]
+    assert result.rc == 1
+    assert result.out.splitlines() == [f"{name}:1:7 github-pat ghp_{'x' * 36}" for name in names]
+    assert shared.parse(["scan", "--", *names]) == ("scan", names, {})
+    assert shared.parse(["check", "--", "-h"]) == ("check", ["-h"], {})
+
+
 @pytest.mark.parametrize("argv", [["scan", "--help"], ["scan", "-h"], ["scan", "--staged", "--staged"], ["scan", "--bogus"],
                                   ["scan", "--format"], ["scan", "-"], ["check", "--staged"], ["check", "--base"],
-                                  ["scan", "bad\udcffname"], ["hook"]])  # fmt: skip
+                                  ["scan", "bad\udcffname"], ["hook"], ["scan", "x", "--help", "--", "y"]])  # fmt: skip
 def test_anything_unusual_goes_to_the_full_cli(argv: list[str]) -> None:
     assert _hook(argv) is None
 

@@ -7,7 +7,9 @@ narrow form — known options given once, ``--opt value`` or ``--opt=value``, fl
 value, positionals not starting with ``-`` (or after ``--``) — and returns None for
 everything else (help, the version, an unknown or repeated option, a missing value, a flag
 given a value, too many or too few positionals, an argument that is not valid UTF-8), so the
-full CLI parses it and its help and errors read as everywhere else.
+full CLI parses it and its help and errors read as everywhere else. After ``--`` every
+argument is a positional, ``--help`` too: pre-commit hooks end their entry with ``--``, and
+a committed file named ``--help`` is a file to scan (cyclopts reads it the same way).
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def count(value: str) -> int | None:
 
 def parse(tokens: list[str], spec: Spec) -> tuple[list[str], dict[str, Any]] | None:
     """``(positionals, {parameter: value})`` for a plain command line, else None."""
-    if not HELP_FLAGS.isdisjoint(tokens) or not all(map(_utf8, tokens)):
-        return None  # help or the version anywhere, undecodable bytes: the full CLI answers
+    options = tokens[: tokens.index("--")] if "--" in tokens else tokens
+    if not HELP_FLAGS.isdisjoint(options) or not all(map(_utf8, tokens)):
+        return None  # help or the version before ``--``, undecodable bytes: the full CLI answers
     positionals: list[str] = []
     values: dict[str, Any] = {}
     rest = False
