@@ -27,10 +27,17 @@ if TYPE_CHECKING:
     from .redact import Finding
 
 MAX_BYTES = 5 * 1024 * 1024
-"""Larger files are skipped with a note: lockfiles and dumps of that size are not where
-memories or hand-written credentials live, and they would dominate a commit's wait."""
+"""Larger files are not scanned: lockfiles and dumps of that size are not where memories or
+hand-written credentials live, and they would dominate a commit's wait. Inside a folder that
+is a note; a file named or staged for a gate fails the run (``ScanReport.unscanned``)."""
 _BINARY_PROBE = 8000  # git's heuristic: a NUL byte in the first 8,000 bytes means binary
 SKIP_DIRS = frozenset({".git"})
+# UTF-32 before UTF-16: FF FE 00 00 starts with UTF-16's little-endian mark
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))  # fmt: skip
+# A binary file's text as ``strings`` sees it: printable ASCII, tabs and line breaks kept in
+# place, every other byte a blank — offsets, lines and columns stay those of the bytes.
+_PRINTABLE = bytes(b if 32 <= b < 127 or b in (9, 10, 13) else 32 for b in range(256))
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,8 @@ class ScanReport:
     leaks: list[Leak] = field(default_factory=list)
     files: int = 0
     bytes: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): large, binary
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): large, binary — inside a folder
+    unscanned: list[tuple[str, str]] = field(default_factory=list)  # (path, why): named or staged, yet not scanned
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, OS reason)
     note: str | None = None  # why nothing was scanned, when that is worth saying
 
@@ -72,6 +80,7 @@ class ScanReport:
             "files": self.files,
             "bytes": self.bytes,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "unscanned": [{"path": p, "reason": r} for p, r in self.unscanned],
             "unreadable": [{"path": p, "reason": r} for p, r in self.unreadable],
         }
 
@@ -86,30 +95,56 @@ class Scanner:
         self._find: tuple[Callable[..., list[Finding]], Callable[..., list[Finding]]] | None = None
         self._patterns = config.redact_patterns  # built once: the allowlist matcher is cached by it
 
-    def add(self, shown: str, data: bytes, memory: bool) -> None:
-        if len(data) > MAX_BYTES:
-            self.report.skipped.append((shown, f"larger than {MAX_BYTES // 2**20} MB ({len(data) / 1e6:.1f} MB)"))
+    def add(self, shown: str, data: bytes, memory: bool, gate: bool) -> None:
+        """Scan one file. ``gate``: it was named or staged, so the run must not pass it unseen —
+        a binary one is scanned for the text in it, an oversized one fails the run; inside a
+        folder (vendored blobs, images) both are skipped."""
+        if self.too_large(shown, len(data), gate):
             return
-        if b"\x00" in data[:_BINARY_PROBE]:
-            self.report.skipped.append((shown, "binary"))
-            return
+        text = _decode(data)
+        if text is None:
+            if not gate:
+                self.report.skipped.append((shown, "binary"))
+                return
+            text, memory = data.translate(_PRINTABLE).decode("ascii"), False
         if self._find is None:
             from .redact import find_secrets, find_secrets_in_memory_file
 
             self._find = (find_secrets, find_secrets_in_memory_file)
-        text = data.decode("utf-8", errors="replace")
         self.report.files += 1
         self.report.bytes += len(data)
         finder = self._find[1] if memory else self._find[0]
         for found in finder(text, self._patterns):
             self.report.leaks.append(Leak(shown, found.line, found.col, found.rule, found.masked(text)))
 
-    def too_large(self, shown: str, size: int) -> bool:
-        """Skip before reading: a size known from ``stat`` or the index entry."""
+    def too_large(self, shown: str, size: int, gate: bool) -> bool:
+        """Whether the file is too large to scan — its size from ``stat`` or the index entry,
+        known before reading it (or the bytes read, for a file that grew); a gate's file fails
+        the run, one inside a folder is a note."""
         if size <= MAX_BYTES:
             return False
-        self.report.skipped.append((shown, f"larger than {MAX_BYTES // 2**20} MB ({size / 1e6:.1f} MB)"))
+        why = f"larger than {MAX_BYTES // 2**20} MB ({size / 1e6:.1f} MB)"
+        (self.report.unscanned if gate else self.report.skipped).append((shown, why))
         return True
+
+
+def _decode(data: bytes) -> str | None:
+    """The file's text, or None for a binary file. UTF-8 (undecodable bytes replaced) unless a
+    byte-order mark says UTF-16 or UTF-32 — PowerShell 5's ``>`` and Windows tools write
+    UTF-16, whose NUL bytes would otherwise read as binary — or the NULs fall only on every
+    other byte (ASCII text in UTF-16 without a mark)."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec, errors="replace")
+    probe = data[:_BINARY_PROBE]
+    if b"\x00" not in probe:
+        return data.decode("utf-8", errors="replace")
+    even, odd = probe[0::2].count(0), probe[1::2].count(0)
+    if odd * 3 >= len(probe) // 2 and even * 50 <= odd:
+        return data.decode("utf-16-le", errors="replace")
+    if even * 3 >= len(probe) // 2 and odd * 50 <= even:
+        return data.decode("utf-16-be", errors="replace")
+    return None
 
 
 def load_config() -> Config:
@@ -130,7 +165,8 @@ def memory_dir(cwd: Path, config: Config) -> Path | None:
 
 def scan_paths(paths: list[str], config: Config, cwd: Path) -> ScanReport:
     """Scan files and folders (folders recurse; ``.git``, symlinks, binary and very large
-    files are skipped). No paths: the current repository's memory dir."""
+    files in them are skipped). No paths: the current repository's memory dir. A named file
+    is a gate's: it is scanned whatever it holds, or the run fails (``Scanner.add``)."""
     scanner = Scanner(config)
     memdir = memory_dir(cwd, config)
     if not paths:
@@ -143,40 +179,47 @@ def scan_paths(paths: list[str], config: Config, cwd: Path) -> ScanReport:
         paths = [os.path.relpath(memdir, cwd)]
     prefix = os.path.join(os.path.abspath(memdir), "") if memdir is not None else None
     seen: set[str] = set()
-    for shown, full, size in _expand(paths):
+    for shown, full, size, named in _expand(paths):
         if full in seen:
             continue
         seen.add(full)
-        if scanner.too_large(shown, size):
+        if size is not None and scanner.too_large(shown, size, named):
             continue
         try:
             data = _read(full, size)
         except OSError as exc:
             scanner.report.unreadable.append((shown, exc.strerror or str(exc)))
             continue
-        scanner.add(shown, data, prefix is not None and full.startswith(prefix))
+        if size is None and len(data) > MAX_BYTES:  # a pipe: how much more it held is unknown
+            scanner.report.unscanned.append((shown, f"larger than {MAX_BYTES // 2**20} MB"))
+            continue
+        scanner.add(shown, data, prefix is not None and full.startswith(prefix), named)
     return scanner.report
 
 
-def _read(path: str, size: int) -> bytes:
+def _read(path: str, size: int | None) -> bytes:
     """The file's bytes with one read call when its size is known (twice as fast as a
     buffered ``open().read()`` over thousands of small files); a file that grew meanwhile
-    is read to its end."""
+    is read to its end. A pipe or a device (``size`` None) is read to its end, but never
+    past ``MAX_BYTES`` + 1 bytes: enough to tell that it is too large."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:
+        data = os.read(fd, MAX_BYTES + 1 if size is None else size + 1)
+        if size is not None and len(data) <= size:
             return data
-        parts = [data]
-        while chunk := os.read(fd, 1 << 20):
+        parts, total = [data], len(data)
+        while (size is not None or total <= MAX_BYTES) and (chunk := os.read(fd, 1 << 20)):
             parts.append(chunk)
+            total += len(chunk)
         return b"".join(parts)
     finally:
         os.close(fd)
 
 
-def _expand(paths: list[str]) -> Iterator[tuple[str, str, int]]:
-    """(shown path, absolute path, size) of every regular file named or inside a folder."""
+def _expand(paths: list[str]) -> Iterator[tuple[str, str, int | None, bool]]:
+    """(shown path, absolute path, size, named) of every file named or inside a folder. A
+    named pipe or device (``<(…)``, ``/dev/stdin``, a FIFO) is read like a file, its size
+    unknown (None); a socket is refused — nothing named may pass unread."""
     for given in paths:
         try:
             info = os.stat(given)
@@ -185,9 +228,14 @@ def _expand(paths: list[str]) -> Iterator[tuple[str, str, int]]:
         except OSError as exc:
             raise UsageError(f"cannot open {given}: {exc.strerror} — check the path") from None
         if stat.S_ISDIR(info.st_mode):
-            yield from _walk(given)
+            for shown, full, size in _walk(given):
+                yield shown, full, size, False
         elif stat.S_ISREG(info.st_mode):
-            yield given, os.path.abspath(given), info.st_size
+            yield given, os.path.abspath(given), info.st_size, True
+        elif stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+            yield given, os.path.abspath(given), None, True
+        else:
+            raise UsageError(f"cannot scan {given}: not a file, folder, pipe or device — name what to scan")
 
 
 def _walk(folder: str) -> Iterator[tuple[str, str, int]]:
@@ -219,7 +267,7 @@ def scan_staged(paths: list[str], config: Config, cwd: Path) -> ScanReport:
     staged = staged_entries(cwd, paths)
     memory_prefix = config.memory_dir.strip("/") + "/"
     for entry in staged.entries:
-        if scanner.too_large(entry.path, entry.size):
+        if scanner.too_large(entry.path, entry.size, True):
             continue
-        scanner.add(entry.path, staged.read(entry), entry.path.startswith(memory_prefix))
+        scanner.add(entry.path, staged.read(entry), entry.path.startswith(memory_prefix), True)
     return scanner.report

@@ -9,6 +9,8 @@ import json
 import os
 import random
 import re
+import shlex
+import socket
 import string
 import subprocess
 import sys
@@ -164,6 +166,95 @@ def test_folders_recurse_and_skip_git_binary_and_large_files(cli: object, tmp_pa
     assert "open-memex: note: skipped big.json (larger than 5 MB (5.2 MB))" in result.err
 
 
+UNSCANNED = ("open-memex: error: not scanned: {path} ({why}) — a gate passes only what it read and `open-memex:allow` "
+             "cannot exempt a whole file: {fix}")  # fmt: skip
+NAMED_FIX = "check it another way, then leave it out of the scan (pre-commit: the hook's `exclude:`)"
+STAGED_FIX = "check it another way, then commit it on its own with `git commit --no-verify`"
+
+
+def big_dump(path: Path, secret: str) -> None:
+    """A 5.7 MB SQL dump with a token on its last line (over MAX_BYTES)."""
+    path.write_text("INSERT INTO t VALUES (1);\n" * 220000 + f"-- token {secret}\n")
+
+
+def test_a_named_file_too_large_to_scan_fails_the_run_inside_a_folder_it_is_a_note(cli: object, tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """pre-commit names each file: one the scanner skips (over 5 MB) passed the hook with exit 0,
+    and pre-commit hides a passing hook's note. Named, it fails the run with a line naming it;
+    inside a folder (vendored dumps) it stays a note."""
+    monkeypatch.chdir(tmp_path)
+    big_dump(tmp_path / "dump.sql", token(12))
+    (tmp_path / "clean.md").write_text("nothing\n")
+    named = cli("scan", "dump.sql", "clean.md")  # type: ignore[operator]
+    assert (named.rc, named.out) == (1, "")
+    assert named.err == UNSCANNED.format(path="dump.sql", why="larger than 5 MB (5.7 MB)", fix=NAMED_FIX) + "\n"
+    doc = json.loads(cli("scan", "--format", "json", "dump.sql").out)  # type: ignore[operator]
+    assert (doc["unscanned"], doc["skipped"], doc["files"]) == ([{"path": "dump.sql", "reason": "larger than 5 MB (5.7 MB)"}], [], 0)
+    folder = cli("scan", ".")  # type: ignore[operator]
+    assert (folder.rc, folder.err) == (0, "open-memex: note: skipped dump.sql (larger than 5 MB (5.7 MB))\n")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be-bom", "utf-32", "utf-16-le-no-bom", "utf-8-sig"])
+def test_utf16_and_utf32_text_is_decoded_and_scanned(cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      encoding: str) -> None:  # fmt: skip
+    """PowerShell 5's ``>`` writes UTF-16 with a byte-order mark: its NUL bytes made the file
+    "binary", skipped without even a note. A mark (or NULs on every other byte only) says how
+    to decode it; lines and columns count its characters."""
+    monkeypatch.chdir(tmp_path)
+    text = f"Deploy notes\r\ndeploy token {token(13)}\r\n"
+    data = {"utf-16-be-bom": b"\xfe\xff" + text.encode("utf-16-be"),
+            "utf-16-le-no-bom": text.encode("utf-16-le")}.get(encoding) or text.encode(encoding)  # fmt: skip
+    (tmp_path / "notes.txt").write_bytes(data)
+    for argv in (["scan", "notes.txt"], ["scan", "."]):
+        result = cli(*argv)  # type: ignore[operator]
+        assert (result.rc, result.out) == (1, f"notes.txt:2:14 github-pat ghp_{'x' * 36}\n"), argv
+
+
+def test_a_named_binary_file_is_scanned_for_the_text_in_it(cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A binary file named to a gate is read as ``strings`` would show it, not skipped: a token
+    in a SQLite file or a ``.pyc`` is plain ASCII. Inside a folder binaries are still skipped
+    (vendored blobs), and an image with no such text passes."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cache.db").write_bytes(b"SQLite format 3\x00\x10\x00" + bytes(range(256)) + f"\x00\x07token={token(14)}\x00\x00".encode())
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(random.Random(3).randrange(256) for _ in range(4000)))
+    named = cli("scan", "cache.db", "logo.png")  # type: ignore[operator]
+    assert named.rc == 1 and re.fullmatch(r"cache\.db:\d+:\d+ github-pat ghp_x{36}\n", named.out), named.out
+    assert cli("scan", "logo.png").rc == 0  # type: ignore[operator]
+    doc = json.loads(cli("scan", "--format", "json", ".").out)  # type: ignore[operator]
+    assert (doc["findings"], doc["skipped"]) == ([], [{"path": "cache.db", "reason": "binary"}, {"path": "logo.png", "reason": "binary"}])
+
+
+def test_named_pipes_are_read_and_scanned(tmp_path: Path) -> None:
+    """``scan <(…)``, ``… | scan /dev/stdin`` and a FIFO were neither files nor folders, so
+    they were left out without a word: 0 files, exit 0. Now they are read (never past 5 MB)."""
+    command = " ".join(shlex.quote(part) for part in console())
+    substituted = subprocess.run(["bash", "-c", f"{command} scan <(printf 'token %s\\n' {token(15)})"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert substituted.returncode == 1 and re.fullmatch(r"/dev/fd/\d+:1:7 github-pat ghp_x{36}\n", substituted.stdout), substituted
+    piped = subprocess.run([*console(), "scan", "/dev/stdin"], input=f"token {token(16)}\n", cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (piped.returncode, piped.stdout) == (1, f"/dev/stdin:1:7 github-pat ghp_{'x' * 36}\n")
+    os.mkfifo(tmp_path / "fifo")
+    writer = subprocess.Popen(["sh", "-c", f"printf 'token %s\\n' {token(17)} > fifo"], cwd=tmp_path)
+    try:
+        fifo = run("scan", "fifo", cwd=tmp_path)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert (fifo.rc, fifo.out) == (1, f"fifo:1:7 github-pat ghp_{'x' * 36}\n")
+    flood = subprocess.run(["bash", "-c", f"{command} scan <(yes token | head -c 6000000)"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert flood.returncode == 1 and re.fullmatch(r"open-memex: error: not scanned: /dev/fd/\d+ \(larger than 5 MB\) — .*\n", flood.stderr)
+
+
+def test_a_named_socket_is_refused_in_one_line(cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("sock")
+        result = cli("scan", "sock")  # type: ignore[operator]
+    assert (result.rc, result.err) == (2, "open-memex: error: cannot scan sock: not a file, folder, pipe or device — name what to scan\n")
+
+
 def test_memory_files_never_report_generated_ids_and_times(cli: object, git_repo: Path) -> None:
     folder = git_repo / ".ai" / "open-memex"
     folder.mkdir(parents=True)
@@ -264,6 +355,25 @@ def test_commit_a_with_a_leaked_token_is_refused_and_the_index_is_untouched(git_
     assert git("status", "--porcelain", cwd=git_repo) == " M settings.py\n"
     (git_repo / "settings.py").write_text("DEBUG = True\nGITHUB_TOKEN = os.environ['GITHUB_TOKEN']\n")
     assert commit(git_repo, "-a", "-q", "-m", "from the environment").returncode == 0
+
+
+def test_a_commit_holding_what_the_scan_cannot_read_is_refused_and_an_image_is_not(git_repo: Path) -> None:
+    """``scan --staged`` passed a 5.7 MB dump and a UTF-16 note, both holding a token, with
+    exit 0. The UTF-16 note is decoded and its token found; the dump fails the commit with a
+    line naming it; an image (binary, no text secret) still commits."""
+    install_hook(git_repo)
+    big_dump(git_repo / "dump.sql", token(18))
+    (git_repo / "notes.txt").write_bytes(f"deploy token {token(19)}\r\n".encode("utf-16"))
+    (git_repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(random.Random(4).randrange(256) for _ in range(4000)))
+    git("add", "dump.sql", "notes.txt", cwd=git_repo)
+    refused = commit(git_repo, "-m", "dump and notes")
+    assert refused.returncode == 1
+    assert UNSCANNED.format(path="dump.sql", why="larger than 5 MB (5.7 MB)", fix=STAGED_FIX) in refused.stderr
+    assert f"notes.txt:1:14 github-pat ghp_{'x' * 36}" in refused.stderr
+    git("rm", "-q", "--cached", "dump.sql", "notes.txt", cwd=git_repo)
+    git("add", "logo.png", cwd=git_repo)
+    image = commit(git_repo, "-q", "-m", "logo")
+    assert image.returncode == 0, image.stderr
 
 
 def test_commit_of_named_paths_scans_only_what_is_committed(git_repo: Path) -> None:

@@ -30,10 +30,17 @@ PROG = "open-memex"
 SCAN_FORMATS = ("text", "json", "github", "sarif")
 CHECK_FORMATS = ("text", "json", "github")
 ALLOW_HINT = "a deliberate example stays with `open-memex:allow` on its line"
+# a file a gate was given but could not scan: no marker can exempt it, so the way out is to
+# check it by other means and take it out of the gate's hands
+UNSCANNED_HINT = {
+    False: "check it another way, then leave it out of the scan (pre-commit: the hook's `exclude:`)",
+    True: "check it another way, then commit it on its own with `git commit --no-verify`",
+}
 
 
 def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") -> int:
-    """Scan, print in ``format``, and return 0 (clean) or 1 (a secret, or a file not read)."""
+    """Scan, print in ``format``, and return 0 (clean) or 1 (a secret, or a named or staged
+    file not read or not scanned)."""
     _check_format(format, SCAN_FORMATS)
     from ..scan import load_config, scan_paths, scan_staged
 
@@ -45,6 +52,9 @@ def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") ->
     for path, reason in report.skipped:
         if reason != "binary":
             _note(f"{PROG}: note: skipped {path} ({reason})")
+    for path, reason in report.unscanned:
+        _note(f"{PROG}: error: not scanned: {path} ({reason}) — a gate passes only what it read "
+              f"and `open-memex:allow` cannot exempt a whole file: {UNSCANNED_HINT[staged]}")  # fmt: skip
     for path, reason in report.unreadable:
         _note(f"{PROG}: error: cannot read {path} ({reason}) — check its permissions")
     if format == "json":
@@ -66,7 +76,7 @@ def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") ->
                   f"{'them' if count != 1 else 'it'} before committing ({ALLOW_HINT}); a secret already pushed must be rotated")  # fmt: skip
         elif not report.note and _at_terminal():
             _note(f"{PROG}: no secrets in {where}")
-    return 1 if report.leaks or report.unreadable else 0
+    return 1 if report.leaks or report.unreadable or report.unscanned else 0
 
 
 def run_check(paths: list[str], *, base: str | None = None, format: str = "text") -> int:

@@ -16,9 +16,10 @@ def scan(paths: list[str] | None = None, /, *, staged: Flag = False, format: str
 
     Prints `path:line:col rule-id value` per finding, the value masked (first 4 characters
     kept). Folders are searched recursively (skipping .git, binary and files over 5 MB);
-    arguments after -- are paths, even --help. Memory files never report the ids and
-    times open-memex generates. Exit 0 when clean, 1 when a secret is found, 2 for a
-    usage error.
+    a file named here or staged is a gate's: a binary one is scanned for its text, one over
+    5 MB fails the run. Arguments after -- are paths, even --help. Memory files never
+    report the ids and times open-memex generates. Exit 0 when clean, 1 when a secret is
+    found or a named file could not be scanned, 2 for a usage error.
 
     Parameters
     ----------
