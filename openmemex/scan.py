@@ -53,7 +53,7 @@ class Leak:
 
     @property
     def shown(self) -> str:
-        first = self.masked.split("\n", 1)[0].rstrip("\r")
+        first = self.masked.split("\n", 1)[0].split("\r", 1)[0]  # CR LF, or a lone CR
         return first[:48] + "…" if len(first) > 48 or len(first) < len(self.masked) else first
 
 

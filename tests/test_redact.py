@@ -552,6 +552,17 @@ def test_inline_marker_exempts_its_line_only() -> None:
     assert redact(text).text.startswith(f"example key for the docs: {GITHUB}")
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r", "\x85", "\u2028", "\u2029"], ids=["lf", "crlf", "cr", "nel", "ls", "ps"])
+def test_inline_marker_exempts_its_line_only_whatever_ends_the_line(eol: str) -> None:
+    """A file whose lines end in CR alone (or NEL, U+2028, U+2029) was one line to the marker,
+    so one ``open-memex:allow`` exempted every secret in it. Line numbers count the same breaks."""
+    real = f"ghp_{rand(36)}"
+    text = f"intro{eol}example key for the docs: {GITHUB}  # open-memex:allow{eol}real one: {real}{eol}"
+    (finding,) = find_secrets(text)
+    assert (finding.value(text), finding.line, finding.col) == (real, 3, 11)
+    assert redact(text).text == text.replace(real, mask_value(real))
+
+
 # ---------------------------------------------------------------------------------------------
 # findings: positions for a scan command
 

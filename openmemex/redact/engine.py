@@ -188,14 +188,43 @@ def _priority(rule: str) -> int:
     return _order().get(rule, len(_order()))
 
 
+# Where a line ends, for the ``open-memex:allow`` marker and for findings' line numbers alike:
+# LF, CR LF, a lone CR (old Mac files, a ``\r`` an editor shows as a break), NEL, and the
+# Unicode line and paragraph separators. Narrowing the marker's reach is the safe side: a
+# marker must never exempt a secret a reader sees on another line. (VT and FF are not breaks:
+# a page break in GNU sources sits inside a line for git, grep and editors.)
+_BREAK = re.compile("\r\n?|[\n\x85\u2028\u2029]")
+_UNUSUAL_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _plain_breaks(text: str) -> bool:
+    """Whether every line of ``text`` ends in LF or CR LF, so counting LF counts lines."""
+    return text.count("\r") == text.count("\r\n") and not any(ch in text for ch in _UNUSUAL_BREAKS)
+
+
+def _line_starts(text: str) -> list[int]:
+    """The offset where each line after the first starts (``_BREAK``)."""
+    return [m.end() for m in _BREAK.finditer(text)]
+
+
 def _allowed_lines(text: str, low: str) -> list[tuple[int, int]]:
-    """The lines carrying the inline ``open-memex:allow`` marker."""
+    """The lines carrying the inline ``open-memex:allow`` marker: from the break before it to
+    the break after it — a file whose lines end in CR alone is not one line to the marker."""
     spans = []
+    plain = _plain_breaks(text)
+    starts = None if plain else _line_starts(text)
     at = low.find(ALLOW_MARKER)
     while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        spans.append((start, len(text) if end < 0 else end))
+        if starts is None:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+        else:
+            i = bisect_right(starts, at)
+            start = starts[i - 1] if i else 0
+            following = _BREAK.search(text, at)
+            end = len(text) if following is None else following.start()
+        spans.append((start, end))
         at = low.find(ALLOW_MARKER, at + 1)
     return spans
 
@@ -230,6 +259,12 @@ def _select(text: str, low: str, candidates: list[Candidate], allowlist: Callabl
     chosen = _widened(text, candidates, chosen, allowed, allowlist)
     chosen.sort()
     findings: list[Finding] = []
+    if not _plain_breaks(text):
+        starts = _line_starts(text)
+        for start, end, rule in chosen:
+            i = bisect_right(starts, start)
+            findings.append(Finding(rule, start, end, i + 1, start - (starts[i - 1] if i else 0) + 1))
+        return findings
     line, line_pos, line_start = 1, 0, 0
     for start, end, rule in chosen:
         newlines = text.count("\n", line_pos, start)
