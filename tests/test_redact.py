@@ -463,7 +463,35 @@ CODE = [
     '    "output_token": "NextContinuationToken || NextKeyMarker",',
     '    "CustomerMasterKeySpec": "RSA_2048",',
     '        (f"CI uses GITHUB_TOKEN=ghp_{pick(36)} until the rotation", "github"),',
+    # each stands for a kind: a type annotation with an abbreviation, a grammar (RFC 7230's
+    # ABNF), a CSS selector, a symbol spelling its name again, a $-rooted expression
+    "fnmatch takes (name: AnyStr, pat: AnyStr) and returns bool",
+    "    def connect(self, token: StrOrBytes, password: OptStr = None) -> None:",
+    "Per RFC 7230: token = 1*tchar",
+    "    auth-scheme = token\n    token68 = 1*( ALPHA / DIGIT )\n    credentials = 1*SP",
+    "Style the marker with .special-token:empty::before{ content: \"\" }",
+    "input.api-key:focus, .token:not(.x) > span {",
+    "Set PKCS8_PRIV_KEY_INFO = pkcs8_priv_key_info_st in the binding",
+    "    signature_cache1 = signature_cache1",
+    "const apiKey = API_KEY_HEADER;",
+    'API Gateway uses "ApiKeySelectionExpression": "$request.header.x-api-key"',
+    '"token_path": "$.auth.access_token"',
 ]  # fmt: skip
+
+# ... and near misses of those kinds, which are still credentials
+STILL_SECRETS = [
+    ("password: AnyStr", "AnyStr"),  # not in a parameter list: YAML, where random letters are a password
+    ("password: StrPtr9x", "StrPtr9x"),
+    ("password = Password2024", "Password2024"),
+    ("token = 1*Tchar9x", "1*Tchar9x"),
+    (".api-token: Zq8vT2pLmN4x", "Zq8vT2pLmN4x"),
+    ('"password": "$ecret.Pa55word!"', "$ecret.Pa55word!"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "raw"), STILL_SECRETS)
+def test_near_misses_of_code_shapes_are_still_masked(text: str, raw: str) -> None:
+    assert_masked(text, raw)
 
 
 @pytest.mark.parametrize("text", CODE)
@@ -636,6 +664,15 @@ def test_config_allowlist_and_marker_reach_the_write_path(cli: Any, data_root: P
     Path("note.md").write_text(f"example {example}, real {GITHUB}\n")
     redacted = json.loads(cli("redact", "note.md", "--json").out)
     assert redacted["masked"] == ["github-pat"] and example in redacted["text"] and GITHUB not in redacted["text"]
+
+
+def test_add_stores_code_about_credentials_as_written(cli: Any, data_root: Path) -> None:
+    """``pat: AnyStr`` (a type annotation) was stored as ``pat: AnySxx``: a false alarm on the
+    write path destroys the text the user wanted kept."""
+    text = "fnmatch takes (name: AnyStr, pat: AnyStr) and returns bool; RFC 7230: token = 1*tchar"
+    result = cli("add", text, "--json")
+    assert result.rc == 0 and json.loads(result.out)["masked"] == []
+    assert text in _stored(data_root)
 
 
 def test_invalid_allowlist_in_config_is_reported(cli: Any) -> None:

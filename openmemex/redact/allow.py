@@ -76,6 +76,9 @@ _NOT_SECRET = re.compile(
     """
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
+# A path rooted at a ``$`` variable: an expression evaluated elsewhere (API Gateway's
+# ``$request.header.x-api-key``, ``$context.authorizer.token``, JSONPath's ``$.auth.token``)
+_DOLLAR_PATH = re.compile(r"\$(?:[A-Za-z_]\w*)?(?:\.[A-Za-z_][\w-]*)+")
 # Template fields inside a value.
 _TEMPLATE_PART = re.compile(
     r"""<[A-Za-z_][\w\ -]{0,30}>                     # project__<name>__<hash>
@@ -96,6 +99,9 @@ _PATTERN = re.compile(
     """,
     re.VERBOSE,
 )
+# A grammar's repetition of a rule (RFC 5234 ABNF): ``1*tchar``, ``*DIGIT``, ``2*4HEXDIG``,
+# ``1*%x30-39`` — the rule name in one case, as grammars write them
+_ABNF = re.compile(r"\d*\*\d*(?:[a-z][a-z0-9-]*|[A-Z][A-Z0-9-]*|%[xdb][0-9A-Fa-f]+(?:[.-][0-9A-Fa-f]+)*)")
 _WORDS = re.compile(r"[\s_.,/:;'|#。，；：、-]+")
 _SEGMENTS = re.compile(r"[_.:/-]+")
 _CHUNKS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -124,6 +130,8 @@ def is_placeholder(value: str) -> bool:
         return True  # abcdefgh…, 12345678, ABC12345: an alphabet or a sample, not a key
     if value.endswith(("...", "…")):
         return True  # an example cut short: eyJhbGciOiJIUzI1NiIs...
+    if _DOLLAR_PATH.fullmatch(value) is not None and not _mixes_digits(value.split(".")[1:]):
+        return True  # $request.header.x-api-key: like $VAR, it names a value kept elsewhere
     # a run of x is our own mask inside a wider value (a masked PEM body inside a JSON
     # string, a masked token after "Bearer"): leaving it alone keeps redaction idempotent
     return ("xxxxxx" in value or "-----BEGIN" in value or _TEMPLATE_PART.search(value) is not None
@@ -143,12 +151,13 @@ def _sequential(value: str) -> bool:
 
 
 def is_pattern(value: str) -> bool:
-    """A regular expression or glob describing secrets (``[a-zA-Z0-9+/=]{88}``, ``xox[baprs]-``),
-    written in a rule table or a doc, not a secret."""
+    """A regular expression, glob or grammar rule describing values (``[a-zA-Z0-9+/=]{88}``,
+    ``xox[baprs]-``, RFC 7230's ``token = 1*tchar``), written in a rule table or a doc, not a
+    secret."""
     stem = value.rstrip("*").rstrip("-_:/!")
     glob = value.endswith("*") and stem.replace("-", "").replace("_", "").isalpha()  # AmazonSageMaker-*
     glob = glob or _FILE_GLOB.fullmatch(value) is not None  # test_*.py
-    return _PATTERN.search(value) is not None or glob
+    return _PATTERN.search(value) is not None or glob or _ABNF.fullmatch(value) is not None
 
 
 def is_reference(value: str) -> bool:
@@ -160,10 +169,15 @@ def is_reference(value: str) -> bool:
         return True
     if _DOTTED.fullmatch(value) is None:
         return False
-    parts = value.split(".")
     # a dotted path of plain identifiers; a part that mixes digits into letters (Tr0ub.4dor)
     # is more likely a password than a path
-    return not any(any(ch.isdigit() for ch in p) and not p.isupper() for p in parts[1:])
+    return not _mixes_digits(value.split(".")[1:])
+
+
+def _mixes_digits(parts: list[str]) -> bool:
+    """A part of a dotted path mixes digits into letters not all capitals (``Tr0ub.4dor``): a
+    password more likely than a path (``api.V2`` is one)."""
+    return any(any(ch.isdigit() for ch in p) and not p.isupper() for p in parts)
 
 
 def is_public_shape(value: str, *, uuid_ok: bool = False) -> bool:
@@ -271,22 +285,31 @@ def _wordlike(chunk: str) -> bool:
     return any(ch in _VOWELS for ch in chunk) and _CONSONANT_RUN.search(chunk.lower()) is None
 
 
-def identifier(value: str) -> bool:
+def identifier(value: str, *, abbreviations: bool = False) -> bool:
     """Words glued the way code names things (newPassword, NotSet, AWSAccessKeyId,
     DB_PASSWORD, PKCS12PrivateKeyTypes): most letters sit in pronounceable words of three
-    letters or more (two thirds), no chunk of four or more is gibberish, at most two numbers. Random letters (oTXzoWblsevHhmqs,
-    SeEMNnCTYJgaPRPW) split into short or unpronounceable chunks."""
+    letters or more (two thirds; acronyms do not count, nor with ``abbreviations`` do
+    three-letter ones like Str), no chunk of four or more is gibberish, at most two numbers.
+    Random letters (oTXzoWblsevHhmqs, SeEMNnCTYJgaPRPW) split into short or unpronounceable
+    chunks. Abbreviations count only where the place says "a type" (a parameter list):
+    taken everywhere, they would let a fifth more random-letter passwords pass for names."""
     if _IDENT.fullmatch(value) is None:
         return False
     if len(value) <= 3:
         return True  # a, cos, pw: too short to be anything but a name
+    chunks = _CHUNKS.findall(value)
+    # abbreviations sit among words (AnyStr, StrOrBytes); random letters break into pairs and
+    # single letters as well (dgLCKfICyaHllUkna)
+    abbreviations = abbreviations and sum(1 for c in chunks if len(c) < 3 and not c.isdigit() and not c.isupper()) <= 1
     total = in_words = numbers = 0
-    for chunk in _CHUNKS.findall(value):
+    for chunk in chunks:
         if chunk.isdigit():
             numbers += 1
             continue
         if chunk.isupper() and len(chunk) <= 4:
             continue  # numbers and acronyms (PKCS, AWS, DB) say nothing either way
+        if abbreviations and len(chunk) == 3 and not _wordlike(chunk):
+            continue  # nor, in a type's name, do abbreviations (Str, Ptr, Ctx)
         total += len(chunk)
         if len(chunk) >= 4 and not _wordlike(chunk):
             return False
@@ -296,12 +319,13 @@ def identifier(value: str) -> bool:
     return total > 0 and in_words * 3 >= total * 2 and numbers <= 2
 
 
-def type_name(value: str) -> bool:
+def type_name(value: str, *, abbreviations: bool = False) -> bool:
     """A class or type name made of capitalised words (PKCS12PrivateKeyTypes,
-    ed25519.Ed25519PrivateKey); random tokens do not split into words."""
+    ed25519.Ed25519PrivateKey; with ``abbreviations``, AnyStr); random tokens do not split
+    into words."""
     parts = value.split(".")
     last = parts[-1]
-    if not (last[:1].isupper() and len(_CAMEL_WORD.findall(last)) >= 2 and identifier(last)):
+    if not (last[:1].isupper() and len(_CAMEL_WORD.findall(last)) >= 2 and identifier(last, abbreviations=abbreviations)):
         return False
     if any(len(c) < 3 and not c.isdigit() and not c.isupper() and not c.istitle() for c in _CHUNKS.findall(last)):
         return False  # a stray letter or two (…7eGIi…): random, not words

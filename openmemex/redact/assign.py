@@ -63,6 +63,10 @@ _PREV_WORD = re.compile(r"([a-z]{2,12})[ \t]+$")
 _NOT_ASSIGNED = frozenset("(.,);[{}+/\\!?#&%^~$\n")
 _TRAILING = ".,;:…。，；："
 _CONTEXT_SPAN = 60
+# A CSS selector's pseudo-classes and elements, up to the rule's opening brace: in
+# ``.special-token:empty::before{`` the colon starts ``:empty``, it does not assign a value
+_SELECTOR_TAIL = re.compile(r"(?::{1,2}[a-z][a-z-]*(?:\([^()\n]*\))?)+[ \t]*(?:[,>+~][^{};\n]*)?\{")
+_IDENT_VALUE = re.compile(r"[A-Za-z_$][\w$]*")
 
 
 @dataclass(frozen=True)
@@ -105,17 +109,24 @@ def _value(m: re.Match[str]) -> tuple[str, int, int, bool] | None:
 
 
 _ANNOTATION_END = re.compile(r"[ \t]*(?:[|=,)\]]|$)", re.MULTILINE)
+_PARAMETER_END = re.compile(r"[ \t]*[=,)]")
 _CONCATENATION = re.compile(r"""["'`][ \t]*(?:\+|%[ \t(]|\.format\(|\.join\()""")
 
 
-def _in_code(text: str, m: re.Match[str], value: str, vend: int, quoted: bool) -> bool:
+def _in_code(text: str, m: re.Match[str], name: str, value: str, vend: int, quoted: bool) -> bool:
     """The pair is code, not a setting: a type annotation (``key: PKCS12PrivateKeyTypes | None``)
-    or a string fragment glued to a variable (``" --username=" + auth``)."""
+    or a string fragment glued to a variable (``" --username=" + auth``). Inside a parameter
+    list (``(name: AnyStr, pat: AnyStr)``) a type may be spelt with abbreviations; at the end
+    of a line (YAML's ``password: …``) it may not, so random letters there stay secrets."""
     if quoted:
         # " --username=" + auth, ' + access_key + ': a piece of a string being built
         return _CONCATENATION.match(text, vend) is not None or value.startswith("+ ") or value.endswith(" +")
     op = m.group("op") if "op" in m.re.groupindex else None
-    return op == ":" and allow.type_name(value) and _ANNOTATION_END.match(text, vend) is not None
+    if op != ":" or _ANNOTATION_END.match(text, vend) is None:
+        return False
+    start = m.start() - len(name)
+    listed = text[max(0, start - 8) : start].rstrip(" \t")[-1:] in ("(", ",") and _PARAMETER_END.match(text, vend) is not None
+    return allow.type_name(value, abbreviations=listed)
 
 
 def _code_end(value: str) -> str:
@@ -167,6 +178,8 @@ class Parser:
         before = text[start - 1] if start else "\n"
         if before == ":" and after == ":":
             return  # a segment of a colon path: arn:aws:secretsmanager:…:secret:name
+        if after == ":" and _SELECTOR_TAIL.match(text, end) is not None:
+            return  # a CSS selector: .special-token:empty::before{, a.api-key:hover {
         if before == "<" and after == ">":
             m = _XML_VALUE.match(text, end)
         elif before == '"' and low.endswith("key=", 0, start - 1) and after == '"':
@@ -236,7 +249,7 @@ class Parser:
             return
         value, vstart, vend, quoted = found
         code = quoted and m.re.groupindex.get("bq") is not None and m.start("bq") >= 0  # `code` in Markdown
-        if _in_code(text, m, value, vend, quoted):
+        if _in_code(text, m, name, value, vend, quoted):
             return
         if query:
             cut = value.find("&")
@@ -244,7 +257,7 @@ class Parser:
                 vend = vstart + cut
                 value = value[:cut]
         power = names.strength(name)
-        if power is Strength.NONE:
+        if power is Strength.NONE or _echoes(name, value):
             return
         floor = vstart - _CONTEXT_SPAN if vstart > _CONTEXT_SPAN else 0
         # "Datadog API key", "DD_API_KEY", "dd-api-key": one spelling for the provider names
@@ -269,6 +282,20 @@ class Parser:
         if allow.plausible_key(value, hex_ok=names.key_material(name)):
             label = rule if rule in (PROSE, TABLE) else ENTROPY_RULE_PREFIX + names.short_name(name)
             out.append((vstart, vend, GENERIC_TIER, label))
+
+
+def _echoes(name: str, value: str) -> bool:
+    """The value is an identifier that spells the name again — in another case, with words
+    around it (``PKCS8_PRIV_KEY_INFO = pkcs8_priv_key_info_st``, ``apiKey: API_KEY``): a
+    symbol named after the key, not a secret. Added words must be letters only; a number
+    (``password = Password2024``) is what a person adds to a password."""
+    if _IDENT_VALUE.fullmatch(value) is None:
+        return False
+    key, spelled = names.words(name.rsplit(".", 1)[-1]), names.words(value)
+    for i in range(len(spelled) - len(key) + 1):
+        if key and spelled[i : i + len(key)] == key:
+            return all(w.isalpha() for w in spelled[:i] + spelled[i + len(key) :])
+    return False
 
 
 def _table_row(text: str, pos: int) -> bool:
