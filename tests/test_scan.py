@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from openmemex.cli import shared
+from openmemex.cli import pipes, shared
 from openmemex.cli.entry import _hook
 from tests.conftest import Result, git
 
@@ -112,6 +112,32 @@ def test_sarif_format_is_a_minimal_valid_2_1_0_log(cli: object, leaky: Path, mon
     assert hit["ruleId"] == "github-pat" and hit["level"] == "error"
     assert hit["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "app.env"}, "region": {"startLine": 3, "startColumn": 14}}
     assert token() not in result.out
+
+
+def test_sarif_writes_a_file_name_that_is_not_utf8_as_its_bytes(cli: object, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A file name that is not valid UTF-8 reaches Python as a lone surrogate; its URI is the
+    name's bytes percent-encoded. Encoding the text raised instead — no SARIF at all, exit 1,
+    and the error handler told the user to set PYTHONIOENCODING, which changes nothing."""
+    monkeypatch.setattr(pipes, "output_closed", lambda: pipes.EXIT_PIPE)  # a regression fails here, not pytest's capture
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / os.fsdecode(b"bad\xffname.txt")).write_text(f"token {token(11)}\n")
+    monkeypatch.chdir(folder)
+    result = cli("scan", "--format", "sarif", ".")  # type: ignore[operator]
+    assert (result.rc, result.err) == (1, "")
+    log = json.loads(result.out)
+    check_sarif(log)
+    (hit,) = log["runs"][0]["results"]
+    assert hit["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad%FFname.txt"
+
+
+def test_a_lone_surrogate_is_not_blamed_on_the_outputs_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No encoding carries undecodable bytes, so "set PYTHONIOENCODING=utf-8" would be a fix
+    that fixes nothing: that error stays a bug report, and only text a real encoding refuses
+    names the output."""
+    monkeypatch.setattr(pipes, "output_closed", lambda: pipes.EXIT_PIPE)
+    assert pipes.encoding_refused(UnicodeEncodeError(sys.stdout.encoding, "bad\udcffname", 3, 4, "surrogates not allowed")) is None
 
 
 def check_sarif(log: dict[str, object]) -> None:

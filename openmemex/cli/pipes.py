@@ -43,10 +43,14 @@ def _isatty(stream: object) -> bool:
 
 def encoding_refused(exc: BaseException) -> int | None:
     """stdout (a pipe or a file) cannot carry the text in its encoding: one line naming the
-    fix, exit 1, nothing half-written passed off as complete."""
+    fix, exit 1, nothing half-written passed off as complete. Not for a lone surrogate: no
+    encoding or locale carries one, so blaming the output's would name a fix that does not
+    work — every output path escapes them (``terminal.safe``, ``json_text``, SARIF's URIs)."""
     encoding = str(getattr(sys.stdout, "encoding", "") or "")
     if not isinstance(exc, UnicodeEncodeError) or not encoding or _codec(exc.encoding) != _codec(encoding):
         return None
+    if all("\ud800" <= ch <= "\udfff" for ch in exc.object[exc.start : exc.end]):
+        return None  # a lone surrogate (undecodable bytes, a file name) fits no encoding: our bug, not the output's
     sys.stderr.write(f"open-memex: error: the output's encoding ({encoding}) cannot carry this text — "
                      "set PYTHONIOENCODING=utf-8 or use a UTF-8 locale\n")  # fmt: skip
     output_closed()

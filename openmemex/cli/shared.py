@@ -144,8 +144,6 @@ def _prop(text: str) -> str:
 
 def sarif(report: ScanReport) -> dict[str, Any]:
     """A minimal, valid SARIF 2.1.0 log (code scanning uploads take it as is)."""
-    from urllib.parse import quote
-
     from .. import __version__
 
     rules = sorted({leak.rule for leak in report.leaks})
@@ -156,7 +154,7 @@ def sarif(report: ScanReport) -> dict[str, Any]:
         "level": "error",
         "message": {"text": f"possible secret ({leak.rule}): {leak.shown}"},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": quote(leak.path.replace(os.sep, "/"), safe="/")},
+            "artifactLocation": {"uri": _uri(leak.path)},
             "region": {"startLine": leak.line, "startColumn": leak.col},
         }}],
     } for leak in report.leaks]  # fmt: skip
@@ -167,6 +165,15 @@ def sarif(report: ScanReport) -> dict[str, Any]:
         "version": "2.1.0",
         "runs": [{"tool": {"driver": driver}, "columnKind": "unicodeCodePoints", "results": results}],
     }
+
+
+def _uri(path: str) -> str:
+    """A relative URI reference for ``path``: its bytes on disk percent-encoded, so a file
+    name that is not valid UTF-8 (``bad\\xffname`` arrives as a lone surrogate) becomes
+    ``bad%FFname`` — a valid SARIF log, where encoding the text would raise."""
+    from urllib.parse import quote
+
+    return quote(os.fsencode(path.replace(os.sep, "/")), safe="/")
 
 
 def _json(document: Any) -> None:
