@@ -264,7 +264,7 @@ def test_review_and_merge_commands_json(cli: Any, git_repo: Path) -> None:
         (["list", "--scope"], "--scope needs a value — see `open-memex list --help`"),
         (["add", "x", "--bogus"], "unknown option: --bogus. Did you mean --tags? — see `open-memex add --help`"),
         (["search", "x", "--limit", "abc"],
-         'invalid value for --limit: unable to convert "abc" into int — see `open-memex search --help`'),
+         "invalid value for --limit: 'abc' is not a whole number (use digits, e.g. 8) — see `open-memex search --help`"),
         (["redact", "a", "b"], "unexpected argument: b — see `open-memex redact --help`"),
         (["config", "get", "a", "b", "c"], "unexpected argument: c — see `open-memex config --help`"),
     ],
