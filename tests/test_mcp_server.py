@@ -514,6 +514,49 @@ async def test_errors_name_the_next_step(git_repo: Path) -> None:
         assert wrong.is_error and "propose" in text(wrong)
 
 
+TOKEN = "ghp_" + "A1b2C3d4" * 4 + "E5f6"  # a GitHub token's shape, built so no file holds one
+
+
+async def test_bad_arguments_are_one_masked_line(git_repo: Path) -> None:
+    """The SDK's answer was pydantic's dump: four lines, a URL, and the rejected value (a
+    token in ``tags`` came back whole); a misspelled argument was dropped and the memory
+    saved without it."""
+    async with in_process() as c:
+        wrong_type = await c.call_tool("memory_add", {"content": "x marks the spot", "tags": f"deploy {TOKEN}"})
+        unknown = await c.call_tool("memory_add", {"content": "we chose postgres", "kind": "decision", "tag": ["db"]})
+        no_tool = await c.call_tool("memory_addd\x1b[2J", {"content": "x"})
+        listed = await c.call_tool("memory_list", {})
+    for result in (wrong_type, unknown, no_tool):
+        said = text(result)
+        assert result.is_error and said.startswith("open-memex error: ") and "\n" not in said, said
+        assert TOKEN not in said and "pydantic" not in said and "\x1b" not in said
+    assert "invalid arguments for memory_add: tags: Input should be a valid list" in text(wrong_type)
+    assert "unknown argument(s) kind, tag — the tool takes content, type" in text(unknown)
+    assert "unknown tool" in text(no_tool)
+    assert "postgres" not in text(listed)  # nothing was saved by the refused call
+
+
+async def test_what_a_tool_repeats_of_its_input_is_masked_and_cut(git_repo: Path) -> None:
+    async with in_process() as c:
+        query = await c.call_tool("memory_search", {"query": f"where is {TOKEN} used " + "word " * 2_000})
+        missing = await c.call_tool("memory_forget", {"id": f"{TOKEN} " + "9" * 30_000})
+    assert not query.is_error
+    assert TOKEN not in text(query) and TOKEN not in json.dumps(query.structured_content)
+    assert len(text(query)) < 2_000 and len(json.dumps(query.structured_content)) < 2_000
+    assert missing.is_error and TOKEN not in text(missing) and len(text(missing)) < 2_200
+
+
+async def test_status_is_capped_for_the_agent(git_repo: Path) -> None:
+    async with in_process() as c:
+        for i in range(25):
+            assert not (await c.call_tool("memory_add", {"content": f"draft number {i} about topic {i * 7}"})).is_error
+        status = await c.call_tool("memory_status", {})
+    doc = status.structured_content
+    assert len(doc["outbox"]) == 20 and doc["totals"]["outbox"] == 25
+    assert doc["next"][0].endswith("(and 5 more: open-memex sync-status)")
+    assert "(and 5 more: open-memex sync-status)" in text(status)
+
+
 async def test_outbox_note_only_when_drafts_wait(git_repo: Path) -> None:
     async with in_process() as c:
         personal = await c.call_tool("memory_add", {"content": "I prefer dark themes", "scope": "personal"})

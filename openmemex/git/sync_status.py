@@ -41,10 +41,13 @@ class SyncStatus:
             out[item.review_state] = out.get(item.review_state, 0) + 1
         return {k: v for k, v in out.items() if v}
 
-    def next_steps(self) -> list[str]:
+    def next_steps(self, cap: int | None = None) -> list[str]:
         steps = []
         if self.outbox and self.repo_dir:
-            steps.append("open-memex submit " + " ".join(i.id for i in self.outbox if i.review_state != "proposed"))
+            ids = [i.id for i in self.outbox if i.review_state != "proposed"]
+            shown = ids if cap is None else ids[:cap]
+            more = f" (and {len(ids) - len(shown)} more: open-memex sync-status)" if len(shown) < len(ids) else ""
+            steps.append("open-memex submit " + " ".join(shown) + more)
         states = {state for _, state in self.uncommitted}
         if "conflicted" in states:
             steps.append("open-memex resolve — then edit the conflicted memory files and `git add` them")
@@ -54,18 +57,26 @@ class SyncStatus:
             steps.append("commit the memory files above (or `git restore` them)")
         return steps
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, cap: int | None = None) -> dict[str, Any]:
+        """The document; ``cap`` (the agent-facing form) keeps that many entries per list and
+        says how many there are (5,000 drafts made a 1 MB tool result)."""
+        def first(items: list[Any]) -> list[Any]:
+            return items if cap is None else items[:cap]
+
+        doc: dict[str, Any] = {
             "project": {"name": self.project_name, "key": self.project_key, "branch": self.branch},
             "last_sync": self.last_sync,
-            "outbox": [i.to_json() for i in self.outbox],
+            "outbox": [i.to_json() for i in first(self.outbox)],
             "repo": None if self.repo_dir is None else {
-                "dir": self.repo_dir, "counts": self.counts(), "memories": [i.to_json() for i in self.in_repo],
+                "dir": self.repo_dir, "counts": self.counts(), "memories": [i.to_json() for i in first(self.in_repo)],
             },
-            "uncommitted": [{"path": p, "status": s} for p, s in self.uncommitted],
+            "uncommitted": [{"path": p, "status": s} for p, s in first(self.uncommitted)],
             "repair": self.repair,
-            "next": self.next_steps(),
-        }
+            "next": self.next_steps(cap),
+        }  # fmt: skip
+        if cap is not None:
+            doc["totals"] = {"outbox": len(self.outbox), "repo": len(self.in_repo), "uncommitted": len(self.uncommitted)}
+        return doc
 
 
 def sync_status(ctx: Context) -> SyncStatus:
@@ -141,8 +152,11 @@ def render(status: SyncStatus, cap: int | None = None) -> str:
         lines.extend(_items(status.in_repo, cap))
         if status.uncommitted:
             lines.append(f"uncommitted memory files: {len(status.uncommitted)}")
-            lines.extend(f"  {state:<16} {path}" for path, state in status.uncommitted)
-    for step in status.next_steps():
+            listed = status.uncommitted if cap is None else status.uncommitted[:cap]
+            lines.extend(f"  {state:<16} {path}" for path, state in listed)
+            if len(listed) < len(status.uncommitted):
+                lines.append(f"  … and {len(status.uncommitted) - len(listed)} more (full list: open-memex sync-status)")
+    for step in status.next_steps(cap):
         lines.append(f"next: {step}")
     return "\n".join(lines)
 

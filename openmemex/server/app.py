@@ -24,6 +24,7 @@ from pydantic import Field
 
 from .. import __version__, guidance
 from ..context import Context
+from ..echo import masked
 from ..errors import MemexError
 from ..terminal import safe
 from .calls import Session, ToolFailure
@@ -75,7 +76,22 @@ def _result(text: str, data: dict[str, Any], warnings: list[str], drafts: int | 
 def _failure(message: str) -> Any:
     from mcp.types import CallToolResult, TextContent
 
-    return CallToolResult(content=[TextContent(type="text", text=safe(f"open-memex error: {message}"))], is_error=True)
+    text = safe(f"open-memex error: {masked(message)}")  # it may quote the caller's id, path or a hook's output
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _invalid_arguments(name: str, exc: Any, arguments: dict[str, Any], known: list[str]) -> str:
+    """One line for arguments the schema refuses: which fields and why, never their values
+    (pydantic's own text repeats the input, a token in ``tags`` included)."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        problems.append(f"unknown argument(s) {', '.join(masked(u, 60) for u in unknown)}")
+    return (f"open-memex error: invalid arguments for {name}: {'; '.join(problems)} — the tool takes "
+            f"{', '.join(known)} (see its input schema in tools/list)")
 
 
 def _drafts(ctx: Context) -> int:
@@ -95,7 +111,6 @@ def build(session: Session, drafts: int | None = None) -> Any:
     except MemexError as exc:  # a broken config.json: the server still starts and each call says why
         log.warning("%s", exc)
         where = ""
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools import Tool
     from mcp.types import CallToolResult, ToolAnnotations
 
@@ -104,7 +119,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
     def tool(*, annotations: ToolAnnotations, description: str) -> Callable[[Callable[..., Any]], None]:
         def register(fn: Callable[..., Any]) -> None:
             made = Tool.from_function(fn, description=description, annotations=annotations, structured_output=False)
-            made.parameters = _untitled(made.parameters)
+            made.parameters = {**_untitled(made.parameters), "additionalProperties": False}
             tools.append(made)
 
         return register
@@ -187,7 +202,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
 
             result = search(ctx, query, scope=scope, type=type, limit=limit)
             if not result.hits:
-                return (f"No memories matched \"{_flat(query)}\". Try other words for the same concepts, the "
+                return (f"No memories matched \"{masked(_flat(query), 200)}\". Try other words for the same concepts, the "
                         "identifier as written, or the other language before concluding nothing is remembered."
                         ), result.to_json(), False  # fmt: skip
             lines = []
@@ -278,7 +293,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
             status = sync_status(ctx)
             text = render_status(status, cap=STATUS_CAP)
             pending = len(status.outbox) + sum(1 for i in status.in_repo if i.review_state in ("proposed", "approved"))
-            return f"memory: sync status ({pending} pending)\n{text}", status.to_json(), False
+            return f"memory: sync status ({pending} pending)\n{text}", status.to_json(cap=STATUS_CAP), False
 
         return call(render)
 
@@ -380,8 +395,40 @@ def build(session: Session, drafts: int | None = None) -> Any:
 
     if sorted(t.name for t in tools) != sorted(TOOL_NAMES):
         raise AssertionError(f"tools out of step with names.TOOL_NAMES: {[t.name for t in tools]}")
-    return MCPServer("open-memex", version=__version__, instructions=guidance.handshake(drafts, where), tools=tools,
-                     log_level="WARNING")  # fmt: skip
+    return _server_class()("open-memex", version=__version__, instructions=guidance.handshake(drafts, where),
+                           tools=tools, log_level="WARNING")  # fmt: skip
+
+
+def _server_class() -> Any:
+    """The SDK's server with our answer to arguments a tool cannot take: one masked line
+    naming the fields (the SDK's repeats the values, secrets included) and refusing unknown
+    arguments (a misspelled ``kind`` for ``type`` was dropped and the memory saved as a fact)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class Server(MCPServer):  # type: ignore[misc]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tool = self._tool_manager.get_tool(name)
+            if tool is None:
+                raise ToolError(safe(f"open-memex error: unknown tool {masked(name, 80)!r} — the tools are "
+                                     f"{', '.join(TOOL_NAMES)}"))  # fmt: skip
+            known = list((tool.parameters or {}).get("properties", {}))
+            unknown = sorted(set(arguments) - set(known))
+            if unknown:
+                raise ToolError(safe(f"open-memex error: invalid arguments for {name}: unknown argument(s) "
+                                     f"{', '.join(masked(u, 60) for u in unknown)} — the tool takes "
+                                     f"{', '.join(known)} (see its input schema in tools/list)"))  # fmt: skip
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(safe(_invalid_arguments(name, exc.__cause__, arguments, known))) from None
+                raise ToolError(safe(masked(str(exc)))) from None
+
+    return Server
 
 
 def _flat(text: str) -> str:
