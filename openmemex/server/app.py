@@ -407,7 +407,7 @@ def _server_class() -> Any:
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from pydantic import ValidationError
 
-    class Server(MCPServer):  # type: ignore[misc]
+    class Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             tool = self._tool_manager.get_tool(name)
             if tool is None:
