@@ -175,10 +175,11 @@ def test_uninstall_without_a_terminal_or_yes_writes_nothing(cli: Any, data_root:
     assert files(home()) == before
 
 
-def test_uninstall_of_a_jsonc_file_leaves_it_with_a_hint(cli: Any) -> None:
+def test_uninstall_of_a_jsonc_file_leaves_it_with_a_hint(cli: Any, data_root: Path) -> None:
     path = home() / ".config" / "zed" / "settings.json"
     path.parent.mkdir(parents=True)
-    text = '// Zed settings\n{\n  "context_servers": {\n    "open-memex": {"command": "/x", "args": ["mcp"]},\n  },\n}\n'
+    entry = json.dumps({"command": "/x/open-memex", "args": ["mcp"], "env": {"OPEN_MEMEX_HOME": str(data_root)}})
+    text = f'// Zed settings\n{{\n  "context_servers": {{\n    "open-memex": {entry},\n  }},\n}}\n'
     path.write_text(text)
     result = cli("uninstall", "--client", "zed", "--json")
     action = json.loads(result.out)["actions"][0]
@@ -209,14 +210,17 @@ def test_a_symlinked_config_is_written_through_the_link(cli: Any, tmp_path: Path
 
 
 @pytest.mark.parametrize("linked", ["file", "folder"])
-def test_uninstall_never_deletes_a_config_reached_through_a_symlink(cli: Any, linked: str) -> None:
+@pytest.mark.parametrize("before", [None, ""])
+def test_uninstall_never_deletes_a_config_reached_through_a_symlink(cli: Any, linked: str, before: str | None) -> None:
     """A linked config that held only our entry: uninstall deleted the link's target (the
     user's tracked dotfile, leaving a dangling link) and removed the dotfiles folders above
-    it. The target stays, without our entry, and so do the link and the folders."""
+    it. The target stays, without our entry, and so do the link and the folders: empty as
+    it was, or ``{}`` when init created it."""
     dotfiles = home() / "dotfiles" / "cursor"
     dotfiles.mkdir(parents=True)
     target = dotfiles / "mcp.json"
-    target.write_text("")  # a tracked, empty dotfile
+    if before is not None:
+        target.write_text(before)  # a tracked, empty dotfile
     if linked == "file":
         (home() / ".cursor").mkdir()
         (home() / ".cursor" / "mcp.json").symlink_to(Path("..") / "dotfiles" / "cursor" / "mcp.json")
@@ -226,8 +230,13 @@ def test_uninstall_never_deletes_a_config_reached_through_a_symlink(cli: Any, li
     assert ours("cursor", target)
     result = cli("uninstall", "--client", "cursor", "--yes", "--json")
     action = _action(result)
-    assert action["action"] == "removed" and "reached through a symlink" in action["detail"], result.out
-    assert json.loads(target.read_text()) == {}
+    assert action["action"] == "removed", result.out
+    if before is None:
+        assert "reached through a symlink" in action["detail"], result.out
+        assert json.loads(target.read_text()) == {}
+    else:
+        assert target.read_text() == before
+    assert not target.with_name("mcp.json.open-memex.bak").exists()  # it would hold only ours
     assert (home() / ".cursor" / "mcp.json").resolve() == target.resolve()
     assert (home() / ".cursor" / "mcp.json").is_symlink() or (home() / ".cursor").is_symlink()
 
@@ -619,3 +628,182 @@ def test_after_uninstall_a_plain_init_finds_no_agent_it_had_wired(cli: Any, fake
     assert cli("uninstall", "--yes").rc == 0
     again = cli("init", "--yes")
     assert again.rc == 1 and "found no coding agent" in again.err, again.out
+
+
+# -- what uninstall takes out: only what init put in (review rev42) --------------------------
+
+
+def _ours_for(data_root: Path, **extra: Any) -> dict[str, Any]:
+    """An entry of ours for this data root, as a user pastes it from the snippet."""
+    return {"command": "/opt/bin/open-memex", "args": ["mcp"], "env": {"OPEN_MEMEX_HOME": str(data_root)}, **extra}
+
+
+def test_uninstall_keeps_what_init_called_a_different_entry_and_files_it_never_wrote(cli: Any, data_root: Path) -> None:
+    """init said "a different open-memex entry — kept" for a docker command and for
+    "disabled"; uninstall deleted both, and the file holding the second (and ~/.codeium
+    with it). A file the user wrote holding only our entry was deleted too."""
+    cursor, windsurf, claude = home() / ".cursor" / "mcp.json", home() / ".codeium" / "windsurf" / "mcp_config.json", home() / ".claude.json"
+    cursor.parent.mkdir(parents=True)
+    windsurf.parent.mkdir(parents=True)
+    texts = {
+        cursor: '{"mcpServers": {"open-memex": {"command": "docker", "args": ["run", "-i", "ghcr.io/me/open-memex", "mcp"]}, '
+                '"gh": {"command": "gh-mcp"}}}\n',
+        windsurf: '{"mcpServers": {"open-memex": "disabled"}}\n',
+        claude: json.dumps({"mcpServers": {"open-memex": {"type": "stdio", **_ours_for(data_root)}}}, indent=4) + "\n",
+    }  # fmt: skip
+    for path, text in texts.items():
+        path.write_text(text)
+    result = cli("init", "--client", "cursor,windsurf,claude", "--json")
+    assert {a["client"]: a["action"] for a in json.loads(result.out)["actions"] if a["kind"] == "mcp"} == {
+        "cursor": "kept", "windsurf": "kept", "claude": "kept"}  # fmt: skip
+    result = cli("uninstall", "--client", "cursor,windsurf,claude", "--json")
+    actions = {a["client"]: a for a in json.loads(result.out)["actions"] if a["kind"] == "mcp"}
+    for client in ("cursor", "windsurf"):
+        assert actions[client]["action"] == "kept" and "not one init writes" in actions[client]["detail"], result.out
+    assert cursor.read_text() == texts[cursor] and windsurf.read_text() == texts[windsurf]
+    assert actions["claude"]["action"] == "removed"  # ours, so it goes; the file init never wrote stays
+    assert json.loads(claude.read_text()) == {"mcpServers": {}}
+
+
+def test_visual_studio_mirror_entry_goes_with_uninstall(cli: Any, data_root: Path) -> None:
+    """init wrote servers.open-memex and its mcpServers mirror; uninstall took only the first,
+    and nothing saw the mirror afterwards (uninstall said "absent", doctor was silent)."""
+    path = home() / ".mcp.json"
+    text = '{\n  "mcpServers": {\n    "gh": {"command": "gh-mcp"}\n  }\n}\n'
+    path.write_text(text)
+    assert "servers.open-memex + mcpServers.open-memex" in cli("init", "--client", "visualstudio").out
+    result = cli("uninstall", "--yes", "--json")
+    action = _action(result)
+    assert action["action"] == "removed" and "mcpServers.open-memex" in action["detail"], result.out
+    assert path.read_text() == text
+    # what the old uninstall left behind: the mirror alone, found and taken out now
+    path.write_text(json.dumps({"mcpServers": {"gh": {"command": "gh-mcp"}, "open-memex": {"type": "stdio", **_ours_for(data_root)}}}))
+    assert [name for name, _, _ in doctor_checks()] == ["mcp visualstudio"]
+    result = cli("uninstall", "--yes", "--json")
+    assert json.loads(result.out)["clients"] == ["visualstudio"] and _action(result)["action"] == "removed"
+    assert json.loads(path.read_text()) == {"mcpServers": {"gh": {"command": "gh-mcp"}}}
+
+
+@pytest.mark.parametrize("case", ["deep nesting", "long integer"])
+def test_uninstall_of_a_file_no_parser_reads_that_holds_ours_says_manual(cli: Any, data_root: Path, case: str) -> None:
+    """Such a file (init said "manual"; the user pasted the snippet) made uninstall say
+    "absent", exit 0 and remove the marker, with our entry still in it."""
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    filler = "[" * 1200 + "]" * 1200 if case == "deep nesting" else "9" * 5000
+    text = '{"x": ' + filler + ', "mcpServers": ' + json.dumps({"open-memex": _ours_for(data_root)}) + "}\n"
+    path.write_text(text)
+    assert cli("init", "--client", "cursor").rc == 0
+    result = cli("uninstall", "--yes", "--json")
+    action = _action(result)
+    assert action["action"] == "manual" and 'remove "open-memex" from "mcpServers" by hand' in action["detail"], result.out
+    assert path.read_text() == text
+    assert (data_root / ".init.json").exists()  # something of ours is still wired
+
+
+def test_an_empty_section_the_user_had_survives_uninstall(cli: Any) -> None:
+    """"mcpServers": {}, "mcp": {} and "Stop": [] were the user's; uninstall deleted them,
+    and — once the .bak was gone — deleted a whole file that held {"mcpServers": {}}."""
+    files = {
+        home() / ".claude.json": '{"numStartups":3,"mcpServers":{},"projects":{}}\n',
+        home() / ".config" / "opencode" / "opencode.json": '{\n  "$schema": "https://opencode.ai/config.json",\n  "mcp": {}\n}\n',
+        home() / ".claude" / "settings.json": '{\n  "hooks": {\n    "Stop": []\n  }\n}\n',
+    }  # fmt: skip
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert cli("init", "--client", "claude,opencode", "--yes").rc == 0
+    assert cli("uninstall", "--yes").rc == 0
+    for path, text in files.items():
+        assert path.read_text() == text, path
+    path = home() / ".claude.json"
+    path.write_text('{"mcpServers": {}}\n')
+    assert cli("init", "--client", "claude").rc == 0
+    path.with_name(".claude.json.open-memex.bak").unlink()
+    assert cli("uninstall", "--client", "claude", "--yes").rc == 0
+    assert path.read_text() == '{"mcpServers": {}}\n'
+
+
+def test_empty_objects_and_blank_files_come_back_byte_for_byte(cli: Any) -> None:
+    """{ } came back as {}, {\\r\\n} as {}, a BOM and a newline as a BOM and {}."""
+    files = {
+        home() / ".cursor" / "mcp.json": b"{ }",
+        home() / ".codeium" / "windsurf" / "mcp_config.json": b"{\r\n}\r\n",
+        home() / ".claude" / "settings.json": b"{\n}\n",
+        home() / ".claude.json": b"\xef\xbb\xbf\n",
+        home() / ".config" / "zed" / "settings.json": b"{\r}\r",
+    }  # fmt: skip
+    for path, data in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    assert cli("init", "--client", "cursor,windsurf,claude,zed", "--yes").rc == 0
+    zed = (home() / ".config" / "zed" / "settings.json").read_bytes()
+    assert b"\r" in zed and b"\n" not in zed  # a CR-only file gets CR lines
+    assert cli("uninstall", "--yes").rc == 0
+    for path, data in files.items():
+        assert path.read_bytes() == data, path
+
+
+def test_a_null_entry_is_the_users(cli: Any) -> None:
+    """"open-memex": null was overwritten without --force ("added"), then deleted by uninstall."""
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    text = '{\n  "mcpServers": {\n    "open-memex": null,\n    "gh": {"command": "gh-mcp"}\n  }\n}\n'
+    path.write_text(text)
+    action = _action(cli("init", "--client", "cursor", "--json"))
+    assert action["action"] == "kept" and "rerun with --force" in action["detail"]
+    assert _action(cli("uninstall", "--client", "cursor", "--json"))["action"] == "kept"
+    assert path.read_text() == text
+    assert _action(cli("init", "--client", "cursor", "--force", "--json"))["action"] == "updated"
+    assert _action(cli("uninstall", "--client", "cursor", "--json"))["action"] == "removed"
+    assert json.loads(path.read_text()) == {"mcpServers": {"gh": {"command": "gh-mcp"}}}
+
+
+def test_a_data_root_whose_path_is_not_utf8_is_named(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config file was blamed ("holds text that cannot be written back as UTF-8") and no
+    snippet or next step was given."""
+    monkeypatch.setenv("OPEN_MEMEX_HOME", os.fsdecode(bytes(tmp_path) + b"/donn\xe9es"))
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"a": 1}\n')
+    result = cli("init", "--client", "cursor")
+    assert result.rc == 1 and result.out == ""
+    assert result.err == (f"open-memex: error: the data root's path {tmp_path}/donn\\xe9es is not UTF-8, so it cannot be "
+                          "written into the agents' config files (UTF-8 text) — point OPEN_MEMEX_HOME at a folder whose "
+                          "path is UTF-8 (a symlink to this one will do), and run init again\n")  # fmt: skip
+    assert path.read_text() == '{"a": 1}\n'
+
+
+def test_uninstall_takes_the_copilot_folder_init_made(cli: Any) -> None:
+    """The instructions file went after the skills folder was pruned: ~/.copilot stayed, empty."""
+    assert cli("init", "--client", "vscode").rc == 0
+    assert (home() / ".copilot" / "copilot-instructions.md").exists()
+    assert cli("uninstall", "--yes").rc == 0
+    assert not (home() / ".copilot").exists()
+
+
+def test_init_force_over_another_data_roots_entry_takes_over_what_it_made(cli: Any, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A data root moved: init --force with the new one replaces the old entry and hooks, and
+    uninstall with it undoes what the old root's init made (the files it created go)."""
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(tmp_path / "old"))
+    assert cli("init", "--client", "cursor,claude").rc == 0
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(tmp_path / "new"))
+    assert cli("init", "--client", "cursor,claude", "--force").rc == 0
+    result = cli("uninstall", "--yes", "--json")
+    assert {a["action"] for a in json.loads(result.out)["actions"]} == {"removed"}, result.out
+    for name in (".cursor/mcp.json", ".claude.json", ".claude/settings.json"):
+        assert not (home() / name).exists(), name
+
+
+def test_visual_studio_takes_the_mirror_it_wrote_in_a_shared_mcp_json(cli: Any, git_repo: Path) -> None:
+    """In a repo-root .mcp.json (Claude Code's file too) the mirror goes when Visual Studio's
+    init wrote it; Claude Code's own entry stays (test_visual_studio_and_claude_share_…)."""
+    (git_repo / "App.sln").write_text("")
+    path = git_repo / ".mcp.json"
+    text = '{\n  "mcpServers": {\n    "gh": {"command": "gh-mcp"}\n  }\n}\n'
+    path.write_text(text)
+    assert cli("init", "--client", "visualstudio", "--project").rc == 0
+    assert "open-memex" in json.loads(path.read_text())["mcpServers"]
+    assert cli("uninstall", "--client", "visualstudio", "--project").rc == 0
+    assert path.read_text() == text

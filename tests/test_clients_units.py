@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from openmemex.clients import fileio, hookconf, jsonconf, registry, tomlconf, wiring
 from openmemex.clients.entry import ServerEntry
+from openmemex.clients.receipt import Receipt
 from openmemex.clients.registry import plain_shape
 
 OURS = plain_shape(ServerEntry("/opt/bin/open-memex", ("mcp",), {"OPEN_MEMEX_HOME": "/data/open-memex"}))
@@ -35,10 +37,12 @@ def test_an_empty_file_is_written_in_its_layout() -> None:
     doc, source = jsonconf.parse("\ufeff \r\n")
     assert doc == {} and source.layout.bom
     doc["a"] = {"b": [1, 2.5, "é"]}
-    assert jsonconf.edit(source, doc) == '\ufeff{\n  "a": {\n    "b": [\n      1,\n      2.5,\n      "é"\n    ]\n  }\n}\n'
+    expected = '\ufeff{\n  "a": {\n    "b": [\n      1,\n      2.5,\n      "é"\n    ]\n  }\n}\n'
+    assert jsonconf.edit(source, doc) == expected.replace("\n", "\r\n")  # its own line ending, even blank
 
 
 ENTRY = ServerEntry("/opt/bin/open-memex", ("mcp",), {"OPEN_MEMEX_HOME": "/data/open-memex"})
+CODEX_CLIENT = registry.get("codex")
 HAND_WRITTEN = [
     # inline arrays and objects, number spellings, an escape: re-serialising changed each of them
     '{\n  "permissions": {"allow": ["Bash(ls:*)", "Read"], "deny": []},\n'
@@ -58,7 +62,7 @@ def test_json_add_then_remove_gives_the_original_bytes_back(client: str, origina
     1000.0, 1.50 became 1.5, \\u00e9 became é. Only our entry's text goes in and out now."""
     added = wiring.add(registry.get(client), original, ENTRY, force=False)
     assert added.action == "added" and added.text is not None, added
-    removed = wiring.remove(registry.get(client), added.text, had_backup=True, entry=ENTRY)
+    removed = wiring.remove(registry.get(client), added.text, entry=ENTRY, receipt=added.receipt)
     assert removed.action == "removed" and removed.text == original
 
 
@@ -67,7 +71,7 @@ def test_json_hooks_add_then_remove_gives_the_original_bytes_back(original: str)
     added = hookconf.add(original, ENTRY, force=False)
     assert added.action == "added" and added.text is not None, added
     assert json.loads(added.text.removeprefix("\ufeff"))["hooks"]["Stop"][-1]["hooks"][0]["command"].endswith(" hook stop")
-    removed = hookconf.remove(added.text, had_backup=True, data_root="/data/open-memex")
+    removed = hookconf.remove(added.text, data_root="/data/open-memex", receipt=added.receipt)
     assert removed.action == "removed" and removed.text == original
 
 
@@ -112,6 +116,12 @@ model = "mini"
         '# c\r\nmodel = "o3"\r\n',  # CRLF: init appended LF lines (mixed endings)
         'model = "o3"\r\n\r\n',
         'model = "o3"\r\n[x]\r\ny = 1',
+        # a header line inside a multi-line string is text: taken for our table, uninstall went
+        # through tomlkit, which dropped the empty [mcp_servers] and added blank lines
+        'developer_instructions = """\nMemory server lives in\n[mcp_servers.open-memex]\n"""\n\n[mcp_servers]\n',
+        'notes = """\n[mcp_servers.open-memex]\n"""',
+        "notes = '''\n[mcp_servers.open-memex]\ncommand = \"x\"\n'''\n[mcp_servers]\n",
+        'a = [\n  [1, 2],\n  "[mcp_servers.open-memex]",\n]\n\n[mcp_servers]\n',
     ],
 )
 def test_toml_add_then_remove_gives_the_original_back(original: str) -> None:
@@ -124,7 +134,7 @@ def test_toml_add_then_remove_gives_the_original_back(original: str) -> None:
         newline = "\r\n" if "\r\n" in original else "\n"
         rest = added.text[len(original) :].replace(newline, "")
         assert "\n" not in rest and "\r" not in rest  # the file's own line ending, and only that
-    removed = tomlconf.remove(added.text, had_backup=True)
+    removed = wiring.remove(CODEX_CLIENT, added.text, entry=ENTRY, receipt=added.receipt)
     assert removed.action == "removed"
     assert tomllib.loads(removed.text or "") == tomllib.loads(original)
     if "{" not in original and "a.command" not in original:
@@ -133,7 +143,7 @@ def test_toml_add_then_remove_gives_the_original_back(original: str) -> None:
 
 def test_toml_our_table_in_the_middle_is_cut_cleanly() -> None:
     text = '[a]\nx = 1\n\n[mcp_servers.open-memex]\ncommand = "old"\n\n[mcp_servers.open-memex.env]\nK = "v"\n\n# about b\n[b]\ny = 2\n'
-    removed = tomlconf.remove(text, had_backup=True)
+    removed = tomlconf.remove(text, owner=lambda found: None)
     assert removed.text == "[a]\nx = 1\n\n# about b\n[b]\ny = 2\n"
 
 
@@ -148,9 +158,13 @@ def test_toml_quoted_key_and_force() -> None:
 
 
 def test_toml_that_is_only_ours_is_deleted_unless_it_had_content_before() -> None:
-    text = tomlconf.add("", OURS, force=False).text or ""
-    assert tomlconf.remove(text, had_backup=False).delete
-    assert not tomlconf.remove(text, had_backup=True).delete
+    added = tomlconf.add("", OURS, force=False)
+    text = added.text or ""
+    assert wiring.remove(CODEX_CLIENT, text, entry=ENTRY, receipt=replace(added.receipt or Receipt(), existed=False)).delete
+    assert not wiring.remove(CODEX_CLIENT, text, entry=ENTRY, receipt=added.receipt).delete  # an empty file: kept, empty
+    # no record of init's (an earlier version): only a file that is what init writes, without a .bak
+    assert wiring.remove(CODEX_CLIENT, text, entry=ENTRY, had_backup=False).delete
+    assert not wiring.remove(CODEX_CLIENT, text, entry=ENTRY, had_backup=True).delete
 
 
 def test_toml_snippet_parses_to_the_shape() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
@@ -51,7 +52,7 @@ def init(*, client: Clients = None, project: Flag = False, global_: Global = Fal
     json
         Print one JSON document of the actions.
     """
-    from ..clients import marker, registry, setup
+    from ..clients import marker, receipt, registry, setup
     from ..errors import MemexError, UsageError
 
     if project and global_:
@@ -72,11 +73,19 @@ def init(*, client: Clients = None, project: Flag = False, global_: Global = Fal
             return 0
     actions = setup.init(chosen, level=level, project=root, force=force)
     failed = any(a.action == "failed" for a in actions)
-    if not failed:
+    had = marker.read_files()
+    files = dict(had)
+    for action in actions:
+        if action.receipt is not None and action.path is not None:
+            part = receipt.part(action.client, action.kind)
+            receipt.note(files, action.path, part, action.receipt)
+            for other in action.adopt:  # what that data root's init made here is this one's to undo now
+                receipt.adopt(files, action.path, part, marker.read_files(Path(other)))
+    if not failed or files != had:  # what init changed is recorded even when a file failed
         path = marker.marker_path()
         existed = path.exists()
         try:
-            if marker.write_marker([c.id for c in chosen]):
+            if marker.write_marker([c.id for c in chosen], files=files):
                 actions.append(setup.Action("", "marker", path, "updated" if existed else "added"))
         except OSError as exc:
             failed = True
@@ -96,8 +105,10 @@ def uninstall(*, client: Clients = None, project: Flag = False, global_: Global 
               json: Flag = False) -> int:  # fmt: skip
     """Remove what init wrote; memory data is never touched.
 
-    Takes the open-memex entry (and a legacy my-o-memory one) out of each client's config,
-    removes the skill init installed (not one you changed) and the Copilot memory section.
+    Takes the open-memex entry init writes for this data root (and a legacy my-o-memory
+    one) out of each client's config, and only what init added with it: an entry init
+    called different stays, and so do sections and files that were there before init.
+    Removes the skill init installed (not one you changed) and the Copilot memory section.
     Without --project or --global it cleans both levels. Without --client it cleans every
     client that has something of ours, and asks once on a terminal.
 
@@ -128,16 +139,20 @@ def uninstall(*, client: Clients = None, project: Flag = False, global_: Global 
         if chosen and not yes and not _ask(chosen, "Remove open-memex from", "uninstall"):
             note("nothing changed")
             return 0
-    actions = setup.uninstall(chosen, levels=levels, project=root)
+    files = marker.read_files()
+    actions = setup.uninstall(chosen, levels=levels, project=root, files=files)
     failed = any(a.action == "failed" for a in actions)
-    if not failed and "user" in levels and not setup.wired_clients(root):
-        path = marker.marker_path()
-        try:
+    left = any(a.action == "manual" for a in actions)  # ours may still be in a file we could not edit
+    path = marker.marker_path()
+    try:
+        if not (failed or left) and "user" in levels and not setup.wired_clients(root):
             if marker.remove_marker():
                 actions.append(setup.Action("", "marker", path, "removed"))
-        except OSError as exc:
-            failed = True
-            actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
+        else:
+            marker.save_files(files)
+    except OSError as exc:
+        failed = True
+        actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
     if json:
         emit_json({"command": "uninstall", "levels": levels, "clients": [c.id for c in chosen],
                    "actions": [a.to_json() for a in actions], "ok": not failed})  # fmt: skip

@@ -8,6 +8,7 @@ and the data root travels explicitly as ``OPEN_MEMEX_HOME`` (notes §5).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -19,6 +20,7 @@ LEGACY_NAME = "my-o-memory"  # the pre-rename server key: swept wherever we touc
 EXE_NAME = "open-memex"
 SERVE_ARGS = ("mcp",)
 MODULE_ARGS = ("-m", "openmemex", "mcp")  # the fallback when no console script exists
+EXE_PATTERN = re.compile(r"(?:^|.*[/\\])open-memex(?:\.exe)?$")  # our console script, wherever installed
 
 
 @dataclass(frozen=True)
@@ -85,3 +87,12 @@ def is_our_args(args: object) -> bool:
             rest = args[len(head) :]
             return not rest or (len(rest) == 2 and rest[0] == "--project-dir" and isinstance(rest[1], str))
     return False
+
+
+def runs_our_server(command: object, args: object) -> bool:
+    """Whether a config's command and args start ``open-memex mcp``: our console script from
+    any install (one that moved leaves its old path behind) or a Python with ``-m openmemex``."""
+    if not (isinstance(command, str) and is_our_args(args)):
+        return False
+    assert isinstance(args, list)
+    return EXE_PATTERN.match(command) is not None or tuple(args[:2]) == MODULE_ARGS[:2]

@@ -4,9 +4,10 @@ Both hosts read the same shape — ``{"hooks": {Event: [{"matcher"?, "hooks": [{
 "command", "command": …, "timeout": …}]}]}}`` — so one merge serves both. The rules are
 init's: other hooks and keys are never touched, our handler is recognised by its command
 (``… open-memex hook <event>``) wherever the user moved it, a different one of ours is
-kept unless ``--force``, and uninstall removes exactly our handlers (and the groups and
-events left empty by that). Hooks are user-level only: a committed project file would
-carry this machine's executable path to every teammate.
+kept unless ``--force``, and uninstall removes exactly our handlers (and the groups left
+empty by that, and the event lists and ``hooks`` object init's ``Receipt`` says it made —
+an empty ``"Stop": []`` of the user's stays). Hooks are user-level only: a committed
+project file would carry this machine's executable path to every teammate.
 
 The files under the repository's top-level ``hooks/`` are ``document("open-memex")``,
 checked by a test, for people who wire hosts by hand; a file init cannot rewrite (JSONC)
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonconf
-from .entry import ServerEntry, same_data_root
+from .entry import EXE_PATTERN, ServerEntry, same_data_root
+from .receipt import Receipt, finish
 from .registry import claude_dir, codex_home
 from .verdict import FORCE_HINT, Verdict
 
@@ -31,7 +33,7 @@ from .verdict import FORCE_HINT, Verdict
 # session-start may have to index a large store for the first time: more room than the rest
 EVENTS = (("SessionStart", "session-start", 30), ("UserPromptSubmit", "user-prompt", 10), ("Stop", "stop", 10))
 HOOK_CLIENTS = ("claude", "codex")
-_EXE = re.compile(r"(?:^|.*[/\\])open-memex(?:\.exe)?$")
+_NAMES_US = re.compile(r"open-memex(?:\.exe)?\s+hook\s|-m\s+openmemex\s+hook\s")
 
 
 def hooks_path(client_id: str) -> Path:
@@ -92,7 +94,7 @@ def _parse(handler: object) -> tuple[str, str | None] | None:
     while words and re.fullmatch(r"OPEN_MEMEX_HOME=.*", words[0], re.DOTALL):
         home = words[0].split("=", 1)[1]
         words = words[1:]
-    if len(words) == 3 and _EXE.match(words[0]):
+    if len(words) == 3 and EXE_PATTERN.match(words[0]):
         rest = words[1:]
     elif len(words) == 5 and words[1:3] == ["-m", "openmemex"]:
         rest = words[3:]
@@ -131,19 +133,23 @@ def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
     events = ", ".join(name for name, _, _ in EVENTS)
     if "added" in outcomes or "updated" in outcomes:
         action = "added" if "added" in outcomes else "updated"
-        new_text = jsonconf.edit(source, doc)
+        changes = jsonconf.Changes([], {})
+        new_text = jsonconf.edit(source, doc, changes=changes)
         if new_text is None:
             return Verdict("manual", "left untouched: could not add our hooks without rewriting the rest of the file")
-        return Verdict(action, f"hooks {events}", new_text)
+        receipt = Receipt(blank=text if not source.text.strip() else None, made=frozenset(changes.made),
+                          mine=frozenset(changes.made), filled=changes.filled)  # fmt: skip
+        return Verdict(action, f"hooks {events}", new_text, receipt=receipt)
     if "differs" in outcomes:
         return Verdict("kept", FORCE_HINT.replace("entry", "hook"))
     return Verdict("kept", "hooks already installed")
 
 
-def remove(text: str, *, had_backup: bool, data_root: str | None) -> Verdict:
+def remove(text: str, *, data_root: str | None, receipt: Receipt | None = None, had_backup: bool = True) -> Verdict:
     """Take out our handlers. One pinned to another data root (``OPEN_MEMEX_HOME=…``) is
     another setup of the user's, as its MCP entry is (init kept it as "a different hook"):
-    it stays. One without a pin (Windows; the shipped ``hooks/`` files) is ours."""
+    it stays. One without a pin (Windows; the shipped ``hooks/`` files) is ours. An event
+    list or ``hooks`` object left empty goes only when init made it (``receipt``)."""
     others: set[str] = set()
 
     def mine(handler: object) -> bool:
@@ -157,17 +163,25 @@ def remove(text: str, *, had_backup: bool, data_root: str | None) -> Verdict:
 
     kept_note = ("the open-memex hooks there serve another data root ({}) — left as they are; "
                  "uninstall with that OPEN_MEMEX_HOME, or remove them by hand")  # fmt: skip
+    by_hand = "remove the open-memex hook commands by hand"
     try:
         doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
-        lenient = jsonconf.read_lenient(text) or {}
+        lenient = jsonconf.read_lenient(text)
+        if lenient is None:  # nothing here reads it: whether ours is in it is not known either
+            if _NAMES_US.search(text):
+                return Verdict("manual", f"left untouched ({exc}): if it holds open-memex hooks, {by_hand}")
+            return Verdict("absent", "nothing of ours found")
         if any(mine(h) for h in _all_handlers(lenient)):
-            return Verdict("manual", f"left untouched ({exc}): remove the open-memex hook commands by hand")
+            return Verdict("manual", f"left untouched ({exc}): {by_hand}")
         if others:
             return Verdict("kept", kept_note.format(", ".join(sorted(others))))
         return Verdict("absent", "nothing of ours found")
     if not _has_ours(doc):
         return Verdict("absent", "no open-memex hooks")
+    if receipt is None:  # no record of init's: a file byte for byte as init writes a new one is one it made
+        made = not had_backup and not source.layout.bom and source.text == jsonconf.dump(doc, jsonconf.Layout())
+        receipt = Receipt(existed=False, blank="", made=frozenset({("hooks",)})) if made else Receipt()
     removed = False
     hooks = doc["hooks"]
     for name in [n for n, _, _ in EVENTS if n in hooks]:  # only where we put them
@@ -184,7 +198,9 @@ def remove(text: str, *, had_backup: bool, data_root: str | None) -> Verdict:
                     if not left:
                         continue
             kept_groups.append(group)
-        if kept_groups:
+        if len(kept_groups) == len(groups):
+            continue
+        if kept_groups or not receipt.covers(("hooks", name)):
             hooks[name] = kept_groups
         else:
             del hooks[name]
@@ -192,14 +208,14 @@ def remove(text: str, *, had_backup: bool, data_root: str | None) -> Verdict:
         if others:
             return Verdict("kept", kept_note.format(", ".join(sorted(others))))
         return Verdict("absent", "no open-memex hooks")
-    if not hooks:
+    if not hooks and receipt.covers(("hooks",)):
         del doc["hooks"]
-    new_text = jsonconf.edit(source, doc)
+    new_text, delete = finish(source, doc, receipt)
     if new_text is None:
-        return Verdict("manual", "left untouched (could not cut out only our hooks without rewriting the rest "
-                                 "of the file): remove the open-memex hook commands by hand")  # fmt: skip
+        return Verdict("manual", f"left untouched (could not cut out only our hooks without rewriting the rest "
+                                 f"of the file): {by_hand}")  # fmt: skip
     detail = "hooks" + (f"; kept those of another data root ({', '.join(sorted(others))})" if others else "")
-    return Verdict("removed", detail, new_text, delete=not doc and not had_backup)
+    return Verdict("removed", detail, new_text, delete=delete)
 
 
 def _handlers(groups: list[Any]) -> list[Any]:
@@ -220,18 +236,28 @@ def _has_ours(doc: dict[str, Any]) -> bool:
 def data_roots(client_id: str) -> set[str]:
     """The data roots our handlers in ``client_id``'s hooks file are pinned to."""
     try:
-        text = hooks_path(client_id).read_text(encoding="utf-8")
+        return roots_in(hooks_path(client_id).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return set()
+
+
+def roots_in(text: str) -> set[str]:
+    """The data roots our handlers in a hooks file's text are pinned to."""
     return {root for h in _all_handlers(jsonconf.read_lenient(text) or {}) if (root := data_root_of(h))}
 
 
-def installed(client_id: str) -> bool:
+def installed(client_id: str, data_root: str | None = None) -> bool:
+    """Whether the hooks file holds handlers of ours (with ``data_root``: not pinned to
+    another one), or — a file too deep or too long to read at all — names them."""
     try:
         text = hooks_path(client_id).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    return _has_ours(jsonconf.read_lenient(text) or {})
+    doc = jsonconf.read_lenient(text)
+    if doc is None:
+        return _NAMES_US.search(text) is not None
+    roots = [data_root_of(h) for h in _all_handlers(doc) if event_of(h) is not None]
+    return any(root is None or data_root is None or same_data_root(root, data_root) for root in roots)
 
 
 def codex_hooks_disabled() -> str | None:

@@ -13,6 +13,11 @@ out with its comma. Everything else keeps its bytes: inline arrays, ``1e3``, ``1
 line). When the edited text does not parse back to exactly the caller's document, ``edit``
 gives None and the caller leaves the file alone with a snippet.
 
+An edit can also note what it put in (``Changes``: the members it inserted, the whitespace
+inside each container that was empty until then) and put such whitespace back when a
+container empties again (``restore``): init's record of what it changed, with which
+uninstall gives back ``{ }`` or ``{\\r\\n}`` rather than ``{}`` (``receipt.py``).
+
 ``read_lenient`` reads JSONC (comments, trailing commas) for looking only — doctor and
 uninstall use it to say what a file holds; nothing written ever comes from it.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +37,8 @@ from typing import Any
 from ..jsonc import strip_jsonc
 
 BOM = "\ufeff"
+Key = tuple[str, ...]  # where a member sits: the object keys from the top (never through an array)
+_BREAK = re.compile(r"\r\n|\n|\r")
 
 
 class NotPlainJson(ValueError):
@@ -62,26 +70,43 @@ def parse(text: str) -> tuple[dict[str, Any], Source]:
     """A plain JSON object and where it came from, or NotPlainJson."""
     bom = text.startswith(BOM)
     body = text[1:] if bom else text
+    first = _BREAK.search(body)  # the file's own line ending: that of its first line (a CR-only file too)
+    newline = first.group(0) if first else "\n"
     if not body.strip():
-        return {}, Source(body, Layout(bom=bom), {})
+        return {}, Source(body, Layout(newline=newline, bom=bom), {})
     held: dict[int, tuple[Any, list[Any]]] = {}
     with _collector_paused():
         doc = _load(body, held)
-    match = re.search(r"\n([ \t]+)\S", body)
-    newline = "\r\n" if "\r\n" in body else "\n"
+    match = re.search(r"[\r\n]([ \t]+)\S", body)
     layout = Layout(indent=match.group(1) if match else "  ", newline=newline,
-                    final_newline=body.endswith("\n"), bom=bom)  # fmt: skip
+                    final_newline=body.endswith(("\n", "\r")), bom=bom)  # fmt: skip
     return doc, Source(body, layout, held)
 
 
-def edit(source: Source, doc: dict[str, Any]) -> str | None:
+@dataclass
+class Changes:
+    """What an edit put into the text: the members it inserted into objects that were there
+    (a new member's own members are not listed: they came with it), and the whitespace that
+    was inside each container it made non-empty (``{ }``, ``[\\r\\n]``). Only places reached
+    through object keys are noted; an array's items have no stable key."""
+
+    made: list[Key]
+    filled: dict[Key, str]
+
+
+def edit(source: Source, doc: dict[str, Any], *, changes: Changes | None = None,
+         restore: dict[Key, str] | None = None) -> str | None:  # fmt: skip
     """``source``'s text changed only where ``doc`` differs from what was parsed, or None when
-    that cannot be done faithfully (the caller then leaves the file alone)."""
+    that cannot be done faithfully (the caller then leaves the file alone). ``changes``
+    collects what went in; a container at a ``restore`` key that ends up empty is written
+    with that whitespace inside (what it held before init filled it)."""
     if not source.text.strip():
+        if changes is not None:
+            changes.made.extend((key,) for key in doc)
         return dump(doc, source.layout)  # nothing of the user's to keep
     with _collector_paused():
         try:
-            body = _Editor(source).document(doc)
+            body = _Editor(source, changes, restore or {}).document(doc)
         except (ValueError, IndexError, KeyError, RecursionError):  # _CannotEdit, JSONDecodeError too
             return None
         try:  # the check: the new text holds exactly ``doc`` (the editor adds no key an object has)
@@ -127,7 +152,8 @@ def _load(body: str, held: dict[int, tuple[Any, list[Any]]] | None = None) -> di
         hint = " (comments or trailing commas?)" if _looks_like_jsonc(body) else ""
         raise NotPlainJson(f"not plain JSON: {exc.msg} at line {exc.lineno}{hint}") from None
     except ValueError as exc:  # an integer past Python's digit limit, …
-        raise NotPlainJson(f"cannot be read faithfully ({exc})") from None
+        why = f"a number longer than {sys.get_int_max_str_digits()} digits" if "integer string" in str(exc) else str(exc)
+        raise NotPlainJson(f"cannot be read faithfully: {why}") from None
     if not isinstance(doc, dict):
         raise NotPlainJson(f"the top level is a JSON {_kind(doc)}, not an object")
     return doc
@@ -193,20 +219,23 @@ class _Editor:
     their own text (edited inside when they changed), new ones written in the container's
     style (one per line at its indentation, or inline when it is all on one line)."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, changes: Changes | None, restore: dict[Key, str]) -> None:
         self.text = source.text
         self.held = source.held
         self.unit = source.layout.indent
         self.newline = source.layout.newline
         self.scan = json.JSONDecoder().raw_decode
+        self.changes = changes
+        self.restore = restore
 
     def document(self, doc: dict[str, Any]) -> str:
         start = _skip(self.text, 0)
         end = len(self.text.rstrip(" \t\n\r"))  # one value in whitespace: parse checked it
-        body = self._container(start, end, doc, doc, outer_multi=True, outer_colon=": ")
+        body = self._container(start, end, doc, doc, outer_multi=True, outer_colon=": ", path=())
         return self.text[:start] + body + self.text[end:]
 
-    def _container(self, start: int, end: int, old: Any, new: Any, *, outer_multi: bool, outer_colon: str) -> str:
+    def _container(self, start: int, end: int, old: Any, new: Any, *, outer_multi: bool, outer_colon: str,
+                   path: Key | None) -> str:  # fmt: skip
         text = self.text
         items, close = self._items(start)
         entry = self.held.get(id(old))
@@ -216,18 +245,20 @@ class _Editor:
         is_object = text[start] == "{"
         if is_object and [key for key, _ in before] != [item.key for item in items]:
             raise _CannotEdit("the parse and the text disagree")
-        multi = "\n" in text[start:end] if items else outer_multi
+        multi = _breaks(text[start:end]) if items else outer_multi
         inner = self._inner_indent(start, items, close) if multi else ""
         colon = outer_colon  # an empty object writes as its parent does (minified files: ":" and ",")
         if is_object and items:
             found = text[items[0].key_end : items[0].value_start]
-            colon = found if found.strip() == ":" and "\n" not in found else ": "
+            colon = found if found.strip() == ":" and not _breaks(found) else ": "
 
         pieces: list[tuple[int | None, str]] = []
         for index, key, value in self._plan(items, before, new, is_object):
             if index is None:
                 head = json.dumps(key, ensure_ascii=False) + colon if is_object else ""
                 pieces.append((None, head + self._write(value, multi, inner, colon)))
+                if self.changes is not None and path is not None and key is not None:
+                    self.changes.made.append((*path, key))
                 continue
             item = items[index]
             was = before[index][1] if is_object else before[index]
@@ -235,10 +266,16 @@ class _Editor:
             if type(item.value) is type(value) and item.value == value:
                 pieces.append((index, text[item.start : item.end]))
             elif isinstance(value, dict | list) and type(was) is type(value) and type(item.value) is type(value):
-                inside = self._container(item.value_start, item.end, was, value, outer_multi=multi, outer_colon=colon)
+                where = (*path, key) if path is not None and key is not None else None
+                inside = self._container(item.value_start, item.end, was, value, outer_multi=multi,
+                                         outer_colon=colon, path=where)  # fmt: skip
                 pieces.append((index, head + inside))
             else:
                 pieces.append((index, head + self._write(value, multi, inner, colon)))
+        if not items and pieces and path is not None and self.changes is not None and start + 1 < close:
+            self.changes.filled[path] = text[start + 1 : close]
+        if not pieces and path is not None and path in self.restore:
+            return text[start] + self.restore[path] + text[close]
         return text[start] + self._join(pieces, items, close, multi, inner, start, colon) + text[close]
 
     def _plan(self, items: list[_Item], before: list[Any], new: Any,
@@ -273,7 +310,7 @@ class _Editor:
         if seps:
             default = seps[-1]
         elif multi:
-            default = "," + (leading if "\n" in leading else self.newline + inner)
+            default = "," + (leading if _breaks(leading) else self.newline + inner)
         else:
             default = "," + (leading or _space(colon))
         out = [leading, pieces[0][1]]
@@ -326,7 +363,7 @@ class _Editor:
                 raise _CannotEdit("a comma was expected")
 
     def _line_indent(self, at: int) -> str:
-        line = self.text[self.text.rfind("\n", 0, at) + 1 : at]
+        line = self.text[max(self.text.rfind("\n", 0, at), self.text.rfind("\r", 0, at)) + 1 : at]
         return line[: len(line) - len(line.lstrip(" \t"))]
 
     def _inner_indent(self, start: int, items: list[_Item], close: int) -> str:
@@ -335,9 +372,14 @@ class _Editor:
         gaps = [self.text[start + 1 : items[0].start]] if items else []
         gaps += [self.text[a.end : b.start] for a, b in pairwise(items)]
         for gap in gaps:
-            if "\n" in gap:
-                return gap.rsplit("\n", 1)[1]
+            if _breaks(gap):
+                return _BREAK.split(gap)[-1]
         return self._line_indent(start) + self.unit
+
+
+def _breaks(text: str) -> bool:
+    """Whether ``text`` holds a line break of any kind (LF, CRLF, or a lone CR)."""
+    return "\n" in text or "\r" in text
 
 
 def _space(colon: str) -> str:

@@ -3,19 +3,24 @@
 Every file gets one ``Action``; nothing here prints. Config files go through
 ``wiring`` (the merge rules) and ``fileio`` (atomic, backed up, race-aware). Skills and
 the Copilot instructions are user-level only (D22, D54): ``--project`` touches only the
-project's own config files.
+project's own config files. What init changed in a config travels on its action as a
+``Receipt`` (the caller records it in the marker); uninstall is given those records, and
+drops each one it has settled.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import extras, fileio, hookconf, tomlconf, wiring
+from ..errors import MemexError
+from . import extras, fileio, hookconf, receipt, tomlconf, wiring
 from .entry import SERVER_NAME, ServerEntry, same_data_root, server_entry
+from .receipt import Receipt
 from .registry import CLIENTS, Client
 
 
@@ -30,6 +35,8 @@ class Action:
     detail: str = ""
     level: str = "user"
     snippet: str | None = None
+    receipt: Receipt | None = None  # init: what it changed in the file, for the marker
+    adopt: tuple[str, ...] = ()  # init --force replaced the entry of these other data roots
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"client": self.client, "kind": self.kind, "level": self.level,
@@ -55,6 +62,7 @@ def snippet(client: Client, entry: ServerEntry, path: Path | None = None) -> str
 
 def init(clients: list[Client], *, level: str, project: Path, force: bool) -> list[Action]:
     entry = server_entry()
+    _check_utf8(entry)
     actions = [_wire(client, entry, level, project, force) for client in clients]
     if level == "user":
         actions += [_hooks(client.id, entry, force) for client in clients if client.id in hookconf.HOOK_CLIENTS]
@@ -64,11 +72,27 @@ def init(clients: list[Client], *, level: str, project: Path, force: bool) -> li
     return actions
 
 
+def _check_utf8(entry: ServerEntry) -> None:
+    """Config files are UTF-8; a path that is not (bytes read on a Latin-1 system) cannot be
+    written into one, nor pasted from a snippet. Said once, before anything is written —
+    it blamed each config file ("holds text that cannot be written back") and gave no snippet."""
+    for what, value in (("data root", entry.env.get("OPEN_MEMEX_HOME", "")), ("open-memex executable", entry.command)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(value).decode("utf-8", "backslashreplace")
+            fix = ("point OPEN_MEMEX_HOME at a folder whose path is UTF-8 (a symlink to this one will do)"
+                   if what == "data root" else "install open-memex under a folder whose path is UTF-8")  # fmt: skip
+            raise MemexError(f"the {what}'s path {shown} is not UTF-8, so it cannot be written into the agents' "
+                             f"config files (UTF-8 text) — {fix}, and run init again") from None  # fmt: skip
+
+
 def _wire(client: Client, entry: ServerEntry, level: str, project: Path, force: bool) -> Action:
     path = client.path(level, project)
     if path is None:
         return Action(client.id, "mcp", None, "skipped", f"{client.label} reads only its user-level config", level)
     verdicts: list[wiring.Verdict] = []
+    roots: list[str | None] = []
 
     def decide(snap: fileio.Snapshot) -> str | None:
         try:
@@ -76,18 +100,20 @@ def _wire(client: Client, entry: ServerEntry, level: str, project: Path, force: 
         except UnicodeDecodeError:
             verdicts.append(wiring.Verdict("manual", "left untouched: not UTF-8 text"))
             return None
+        roots.append(wiring.data_root_of(wiring.entry_in(client, text)))
         verdicts.append(wiring.add(client, text, entry, force=force))
         return verdicts[-1].text
 
     try:
-        fileio.update(path, decide)
+        snap, written = fileio.update(path, decide)
     except OSError as exc:
         return Action(client.id, "mcp", path, "failed", _why(exc), level)
     verdict = verdicts[-1]
     detail = verdict.detail
     if verdict.action in ("added", "updated") and level == "project" and client.project_note:
         detail += f" ({client.project_note})"
-    action = Action(client.id, "mcp", path, verdict.action, detail, level)
+    action = Action(client.id, "mcp", path, verdict.action, detail, level, receipt=_written(verdict, snap, written),
+                    adopt=_others(entry, roots[-1:]) if verdict.action == "updated" else ())  # fmt: skip
     if verdict.action == "manual":
         action.snippet = snippet(client, entry, path)
     return action
@@ -97,16 +123,18 @@ def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
     """Session-start injection and keyword capture for Claude Code and Codex (user level)."""
     path = hookconf.hooks_path(client_id)
     verdicts: list[wiring.Verdict] = []
+    roots: list[str | None] = []
 
     def decide(snap: fileio.Snapshot) -> str | None:
         try:
+            roots[:] = sorted(hookconf.roots_in(snap.text))
             verdicts.append(hookconf.add(snap.text, entry, force=force))
         except UnicodeDecodeError:
             verdicts.append(wiring.Verdict("manual", "left untouched: not UTF-8 text"))
         return verdicts[-1].text
 
     try:
-        fileio.update(path, decide)
+        snap, written = fileio.update(path, decide)
     except OSError as exc:
         return Action(client_id, "hooks", path, "failed", _why(exc))
     verdict = verdicts[-1]
@@ -116,10 +144,23 @@ def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
         detail = f"{detail}; {disabled}"
     if client_id == "codex" and verdict.action in ("added", "updated"):
         detail += "; Codex runs new or changed hooks only once you trust them: open Codex and review them in /hooks"
-    action = Action(client_id, "hooks", path, verdict.action, detail)
+    action = Action(client_id, "hooks", path, verdict.action, detail, receipt=_written(verdict, snap, written),
+                    adopt=_others(entry, roots) if verdict.action == "updated" else ())  # fmt: skip
     if verdict.action == "manual":
         action.snippet = json.dumps(hookconf.merged(entry), indent=2, ensure_ascii=False)
     return action
+
+
+def _written(verdict: wiring.Verdict, snap: fileio.Snapshot, written: str | None) -> Receipt | None:
+    """What this write changed, with whether the file was there before it."""
+    if written is None or verdict.receipt is None:
+        return None
+    return replace(verdict.receipt, existed=snap.data is not None)
+
+
+def _others(entry: ServerEntry, roots: list[str | None]) -> tuple[str, ...]:
+    mine = entry.env.get("OPEN_MEMEX_HOME")
+    return tuple(root for root in roots if root and mine and not same_data_root(root, mine))
 
 
 def _skills(clients: list[Client], entry: ServerEntry, force: bool) -> list[Action]:
@@ -155,17 +196,23 @@ def _instructions(clients: list[Client]) -> Action:
     return Action(ids, "instructions", path, verb, detail)
 
 
-def uninstall(clients: list[Client], *, levels: list[str], project: Path) -> list[Action]:
+def uninstall(clients: list[Client], *, levels: list[str], project: Path,
+              files: dict[str, Any] | None = None) -> list[Action]:  # fmt: skip
+    """Take out what init wrote. ``files``: the marker's record of what init changed in
+    each config (``receipt.py``); the records of files settled here are dropped from it.
+    A file without a record (an earlier version's init) is judged by its bytes."""
+    files = {} if files is None else files
     actions: list[Action] = []
     for level in levels:
         for client in clients:
             path = client.path(level, project)
             if path is not None and fileio.real_path(path).exists():
-                actions.append(_unwire(client, path, level))
+                shared = any(other is not client and other.path(level, project) == path for other in CLIENTS)
+                actions.append(_unwire(client, path, level, files, shared=shared))
     if "user" in levels:
         for client in clients:
             if client.id in hookconf.HOOK_CLIENTS and fileio.real_path(hookconf.hooks_path(client.id)).exists():
-                actions.append(_unhook(client.id))
+                actions.append(_unhook(client.id, files))
         for client in clients:
             if client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME).exists():
                 folder = client.skills_dir() / extras.SKILL_NAME
@@ -208,22 +255,40 @@ def _still_used(roots: list[str]) -> str:
             "uninstall with that OPEN_MEMEX_HOME to remove it")  # fmt: skip
 
 
-def _unwire(client: Client, path: Path, level: str) -> Action:
+def _unwire(client: Client, path: Path, level: str, files: dict[str, Any], *, shared: bool) -> Action:
     entry = server_entry()
-    return _strip(client.id, "mcp", path, level,
-                  lambda text, backup: wiring.remove(client, text, had_backup=backup, entry=entry))  # fmt: skip
+    part = receipt.part(client.id, "mcp")
+    found = receipt.lookup(files, path, part)
+    action = _strip(client.id, "mcp", path, level,
+                    lambda text, backup: wiring.remove(client, text, entry=entry, receipt=found, had_backup=backup,
+                                                       shared=shared))  # fmt: skip
+    _settle(files, path, part, action)
+    return action
 
 
-def _unhook(client_id: str) -> Action:
+def _unhook(client_id: str, files: dict[str, Any]) -> Action:
     root = server_entry().env.get("OPEN_MEMEX_HOME")
-    return _strip(client_id, "hooks", hookconf.hooks_path(client_id), "user",
-                  lambda text, backup: hookconf.remove(text, had_backup=backup, data_root=root))  # fmt: skip
+    path = hookconf.hooks_path(client_id)
+    part = receipt.part(client_id, "hooks")
+    found = receipt.lookup(files, path, part)
+    action = _strip(client_id, "hooks", path, "user",
+                    lambda text, backup: hookconf.remove(text, data_root=root, receipt=found, had_backup=backup))  # fmt: skip
+    _settle(files, path, part, action)
+    return action
+
+
+def _settle(files: dict[str, Any], path: Path, part: str, action: Action) -> None:
+    """A record is done with once its part is out (or was not there): a later init records
+    afresh. One uninstall kept or could not change stays for the next try."""
+    if action.action in ("removed", "absent"):
+        text = _text(path) or ""
+        receipt.settle(files, path, part, whole=not text.removeprefix("\ufeff").strip())  # gone, or blank again
 
 
 def _strip(client_id: str, kind: str, path: Path, level: str,
            remove: Callable[[str, bool], wiring.Verdict]) -> Action:  # fmt: skip
     """Take our part out of one file (``remove`` decides on its text), re-reading it when the
-    editor writes it meanwhile; a file that held only ours, and had nothing before, goes —
+    editor writes it meanwhile; a file init created that holds nothing else now goes —
     unless it is reached through a symlink: then it is the user's dotfile (deleting it left
     a dangling link, and pruning emptied the dotfiles folders), so it stays, without ours."""
     had_backup = fileio.has_backup(path)
@@ -242,7 +307,9 @@ def _strip(client_id: str, kind: str, path: Path, level: str,
                 if level == "user":  # a project's folders are the project's, whatever is left in them
                     fileio.prune_empty_parents(path)
             elif verdict.text is not None:
-                fileio.write(snap, verdict.text)
+                # the text before init back (blank), or a file init created: a .bak would hold only ours
+                ours_only = verdict.delete or not verdict.text.removeprefix("\ufeff").strip()
+                fileio.write(snap, verdict.text, keep_backup=not ours_only)
                 if verdict.delete:
                     detail = " (the file held only ours; kept, as it is reached through a symlink)"
         except fileio.Changed:
@@ -265,6 +332,7 @@ def _remove_instructions(clients: list[Client], project: Path) -> Action:
         verb, new = extras.remove_instructions(snap.text)
         if verb == "removed" and new == "" and not fileio.through_link(path):
             fileio.remove(snap)
+            fileio.prune_empty_parents(path)  # ~/.copilot, when init made it (the skills folder went already)
             return Action(ids, "instructions", path, "removed", "the file held only our section: deleted")
         if new is not None:
             fileio.write(snap, new)
@@ -275,14 +343,18 @@ def _remove_instructions(clients: list[Client], project: Path) -> Action:
 
 
 def wired_clients(project: Path) -> list[Client]:
-    """Clients with something of ours in any of their files: what uninstall would clean."""
+    """Clients with something of ours in any of their files: what uninstall would clean. An
+    entry of another data root, or one init called different, is not ours: it does not
+    keep this data root's marker alive."""
+    entry = server_entry()
+    root = entry.env.get("OPEN_MEMEX_HOME")
     found = []
     for client in CLIENTS:
         paths = [client.path(level, project) for level in ("user", "project")]
         texts = [_text(path) for path in paths if path is not None]
-        wired = any(text and (wiring.entry_in(client, text) or wiring.has_legacy(client, text)) for text in texts)
+        wired = any(text and wiring.wired(client, text, entry) for text in texts)
         skill = client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME / extras.MANIFEST).exists()
-        hooks = client.id in hookconf.HOOK_CLIENTS and hookconf.installed(client.id)
+        hooks = client.id in hookconf.HOOK_CLIENTS and hookconf.installed(client.id, root)
         if wired or skill or hooks:
             found.append(client)
     return found

@@ -6,8 +6,11 @@ own line ending (a CRLF file got LF lines), ending without a newline when the fi
 removing cuts exactly their lines and that blank line, and when ours were the last lines
 the file ends as they did. So comments, key order and blank lines of everything else
 stay as the user wrote them, and init followed by uninstall gives the original bytes back
-(a missing final newline used to be added, and trailing blank lines to lose one). Every
-result is parsed again and compared with what it must hold; a layout the text edit
+(a missing final newline used to be added, and trailing blank lines to lose one). A
+header is only a line that starts outside a multi-line string or array: a
+``[mcp_servers.open-memex]`` line inside a multi-line string is the user's text (taken
+for our table, it sent uninstall to tomlkit, which dropped an empty ``[mcp_servers]``).
+Every result is parsed again and compared with what it must hold; a layout the text edit
 cannot handle (our table written as dotted keys or inline) goes through tomlkit, and if
 that cannot give the right document either, the file is left alone with a snippet (D47).
 """
@@ -17,9 +20,11 @@ from __future__ import annotations
 import copy
 import re
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 from .entry import LEGACY_NAME, SERVER_NAME
+from .receipt import Receipt
 from .verdict import FORCE_HINT, LEGACY_NOTE, Verdict, matches
 
 SECTION = "mcp_servers"
@@ -74,25 +79,46 @@ def add(text: str, ours: dict[str, Any], *, force: bool) -> Verdict:
     new = _edit(text, drop, ours if replace else None, expected)
     if new is None:
         return Verdict("manual", f"left untouched: could not edit [{SECTION}] safely in this layout")
-    return Verdict(action, detail, new)
+    return Verdict(action, detail, new, receipt=Receipt(blank=text if not text.strip() else None))
 
 
-def remove(text: str, *, had_backup: bool) -> Verdict:
+def remove(text: str, *, owner: Callable[[object], str | None], receipt: Receipt | None = None,
+           had_backup: bool = True) -> Verdict:  # fmt: skip
+    """Cut out our tables when ``owner`` finds the entry ours (None), else keep it with its
+    reason; a file init created and that holds nothing else goes, one that held only
+    whitespace gets it back."""
+    by_hand = f"remove [{SECTION}.{SERVER_NAME}] by hand"
     data, problem = _load(text)
     if problem:
-        return Verdict("manual" if SERVER_NAME in text else "absent", f"left untouched: {problem}")
+        if unreadable_with_ours(text):
+            return Verdict("manual", f"left untouched ({problem}): if it holds an {SERVER_NAME} entry, {by_hand}")
+        return Verdict("absent", f"left untouched: {problem}")
     servers = data.get(SECTION, {})
-    removed, legacy = SERVER_NAME in servers, LEGACY_NAME in servers
+    why = owner(servers[SERVER_NAME]) if SERVER_NAME in servers else None
+    removed, legacy = SERVER_NAME in servers and why is None, LEGACY_NAME in servers
     if not (removed or legacy):
-        return Verdict("absent", "no open-memex entry")
+        return Verdict("kept", why) if why else Verdict("absent", "no open-memex entry")
+    drop = [name for name, gone in ((SERVER_NAME, removed), (LEGACY_NAME, legacy)) if gone]
     expected = copy.deepcopy(data)
-    expected[SECTION].pop(SERVER_NAME, None)
-    expected[SECTION].pop(LEGACY_NAME, None)
-    new = _edit(text, [SERVER_NAME, LEGACY_NAME], None, expected)
+    for name in drop:
+        del expected[SECTION][name]
+    new = _edit(text, drop, None, expected)
     if new is None:
-        return Verdict("manual", f"left untouched: remove [{SECTION}.{SERVER_NAME}] by hand")
-    detail = "; ".join(p for p in (f"{SECTION}.{SERVER_NAME}" if removed else "", LEGACY_NOTE if legacy else "") if p)
-    return Verdict("removed", detail, new, delete=not new.strip() and not had_backup)
+        return Verdict("manual", f"left untouched: {by_hand}")
+    if receipt is None:  # no record of init's: a file byte for byte as init writes a new one is one it made
+        made = not had_backup and removed and not legacy and text == block(servers[SERVER_NAME])
+        receipt = Receipt(existed=False, blank="") if made else Receipt()
+    detail = "; ".join(p for p in (f"{SECTION}.{SERVER_NAME}" if removed else "", LEGACY_NOTE if legacy else "",
+                                   why or "") if p)  # fmt: skip
+    if new.strip() or receipt.blank is None:
+        return Verdict("removed", detail, new)
+    return Verdict("removed", detail, new, delete=True) if not receipt.existed else Verdict("removed", detail, receipt.blank)
+
+
+def unreadable_with_ours(text: str) -> bool:
+    """A file tomllib cannot read (nested too deeply, a number too long) that names our
+    table: uninstall cannot tell whether it is there, so it says so."""
+    return _load(text)[1] != "" and SERVER_NAME in text
 
 
 def entry_in(text: str) -> dict[str, Any] | None:
@@ -171,7 +197,7 @@ def _cut(text: str, name: str) -> str:
     the blank line that separated them (a comment before the next table stays with it)."""
     lines = text.splitlines(keepends=True)
     total = len(lines)
-    headers = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _HEADER.match(line))]
+    headers = [(i, m.group(1)) for i in _header_lines(lines) if (m := _HEADER.match(lines[i]))]
     drop = [False] * total
     for index, (start, key) in enumerate(headers):
         if not _is_table_of(key, name) or lines[start].lstrip().startswith("[["):
@@ -208,6 +234,55 @@ def _cut(text: str, name: str) -> str:
         # the file's last line was ours and had no newline: the new last line has none either
         kept = kept[:-2] if kept.endswith("\r\n") else kept.removesuffix("\n")
     return kept
+
+
+def _header_lines(lines: list[str]) -> list[int]:
+    """The lines that can be table headers: those starting outside a multi-line string
+    (``\"\"\"…\"\"\"``, ``'''…'''``) and outside a multi-line array, first thing on the line
+    a ``[``. Strings and comments on other lines are skipped as TOML reads them."""
+    found: list[int] = []
+    closer = ""  # the multi-line string we are in, if any
+    depth = 0  # open [ and { of a value
+    for number, line in enumerate(lines):
+        if not closer and depth == 0 and line.lstrip(" \t").startswith("["):
+            found.append(number)
+            continue
+        at = 0
+        while at < len(line):
+            if closer:
+                end = line.find(closer, at) if closer == "'''" else _basic_end(line, at)
+                if end < 0:
+                    break
+                at = end + 3
+                while at < len(line) and line[at] == closer[0] and at < end + 5:  # up to two quotes of content
+                    at += 1
+                closer = ""
+                continue
+            char = line[at]
+            if char == "#":
+                break
+            if line.startswith(('"""', "'''"), at):
+                closer, at = line[at : at + 3], at + 3
+            elif char == '"':
+                at = _basic_end(line, at + 1, single=True) + 1 or len(line)
+            elif char == "'":
+                at = (line.find("'", at + 1) + 1) or len(line)
+            else:
+                depth += (char in "[{") - (char in "]}")
+                at += 1
+    return found
+
+
+def _basic_end(line: str, at: int, *, single: bool = False) -> int:
+    """Where a basic string's closing quote(s) start (backslash escapes skipped), or -1."""
+    while at < len(line):
+        if line[at] == "\\":
+            at += 2
+        elif line.startswith('"' if single else '"""', at):
+            return at
+        else:
+            at += 1
+    return -1
 
 
 def _between_drops(drop: list[bool], lines: list[str], i: int) -> bool:
@@ -248,8 +323,6 @@ def _edit_tomlkit(text: str, drop: list[str], ours: dict[str, Any] | None) -> st
                 del servers[name]
         if ours is not None:
             servers[SERVER_NAME] = ours
-        elif not servers:
-            del doc[SECTION]
-        return doc.as_string()
+        return doc.as_string()  # an emptied [mcp_servers] stays: its header may be the user's
     except (TOMLKitError, TypeError, ValueError, KeyError):
         return None

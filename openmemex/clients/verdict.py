@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .receipt import Receipt
+
 FORCE_HINT = "a different open-memex entry is there — kept; rerun with --force to replace it"
 LEGACY_NOTE = "removed the legacy my-o-memory entry"
 
@@ -16,7 +18,8 @@ class Verdict:
     action: str  # added | updated | kept | manual | removed | absent
     detail: str = ""
     text: str | None = None
-    delete: bool = False  # uninstall: the file held only our entry and was ours to begin with
+    delete: bool = False  # uninstall: the file held only our entry and init created it
+    receipt: Receipt | None = None  # init: what this write put in (recorded for uninstall)
 
 
 def matches(current: object, ours: dict[str, Any]) -> bool:

@@ -7,6 +7,10 @@ wherever we touch a file (F30). Files that are not plain JSON / valid TOML are n
 rewritten, nor one where our entry cannot be put in or cut out as an edit of its text
 (everything else keeping its bytes): the verdict is "manual" and the caller prints the
 snippet (D47).
+
+Uninstall takes out only what is ours: the entry init writes for this data root (from any
+install of open-memex), never a value init called "a different entry" and kept; and it
+undoes only what init's ``Receipt`` says it changed (``receipt.py``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonconf, tomlconf
-from .entry import LEGACY_NAME, SERVER_NAME, ServerEntry, same_data_root
+from .entry import (
+    LEGACY_NAME,
+    SERVER_NAME,
+    ServerEntry,
+    is_our_args,
+    runs_our_server,
+    same_data_root,
+)
+from .receipt import Receipt, finish
 from .registry import Client
 from .verdict import FORCE_HINT, LEGACY_NOTE, Verdict, matches
 
-__all__ = ["Verdict", "add", "data_root_of", "display", "entry_in", "has_legacy", "matches", "remove"]
+__all__ = ["Verdict", "add", "data_root_of", "display", "entry_in", "has_legacy", "matches", "not_ours", "remove",
+           "wired"]  # fmt: skip
 
 EDIT_FAILED = "could not change only our entry without rewriting the rest of the file"
 _LEGACY_PLUGIN = re.compile(r"(^|[/\\:])my-o-memory($|@|[/\\])")
@@ -33,20 +46,47 @@ def add(client: Client, text: str, entry: ServerEntry, *, force: bool) -> Verdic
     return _json_add(client, text, entry, force=force)
 
 
-def remove(client: Client, text: str, *, had_backup: bool, entry: ServerEntry) -> Verdict:
-    """Take out our entry. One that names another data root (``OPEN_MEMEX_HOME``) belongs
-    to another setup of the user's — init said "a different entry — kept" for it — and is
-    not ours to remove: it stays, and so does its file. (One of this data root is ours
-    whatever its command: an install that moved leaves such an entry behind.)"""
-    current = entry_in(client, text)
-    theirs = data_root_of(current)
-    mine = entry.env.get("OPEN_MEMEX_HOME")
-    if theirs is not None and mine is not None and not same_data_root(theirs, mine):
-        return Verdict("kept", f"the {SERVER_NAME} entry there serves another data root ({theirs}) — left as it "
-                               "is; uninstall with that OPEN_MEMEX_HOME, or remove it by hand")  # fmt: skip
+def remove(client: Client, text: str, *, entry: ServerEntry, receipt: Receipt | None = None,
+           had_backup: bool = True, shared: bool = False) -> Verdict:  # fmt: skip
+    """Take out our entry, and what ``receipt`` says init made for it. Visual Studio's
+    ``mcpServers`` mirror goes too — in a ``shared`` file (a repo-root ``.mcp.json`` is
+    Claude Code's as well) only where Visual Studio's own init put it. Without a receipt,
+    a file is deleted only when it is what init writes into a new file and has no ``.bak``."""
     if client.fmt == "toml":
-        return tomlconf.remove(text, had_backup=had_backup)
-    return _json_remove(client, text, had_backup=had_backup)
+        return tomlconf.remove(text, owner=lambda found: not_ours(client, found, entry), receipt=receipt,
+                               had_backup=had_backup)  # fmt: skip
+    return _json_remove(client, text, entry, receipt=receipt, had_backup=had_backup, shared=shared)
+
+
+def not_ours(client: Client, found: object, entry: ServerEntry) -> str | None:
+    """Why the value under ``open-memex`` is not ours to remove, or None when it is: it runs
+    our server (``open-memex mcp``, from this or a moved install) for this data root. A
+    value init called "a different entry" and kept — a docker command, ``"disabled"``,
+    ``null``, an entry without our ``OPEN_MEMEX_HOME`` — is the user's, and so is one of
+    another data root (another setup of theirs)."""
+    mine = entry.env.get("OPEN_MEMEX_HOME")
+    env = found.get("environment" if client.id == "opencode" else "env") if isinstance(found, dict) else None
+    theirs = env.get("OPEN_MEMEX_HOME") if isinstance(env, dict) else None
+    if isinstance(theirs, str) and mine is not None and not same_data_root(theirs, mine):
+        return (f"the {SERVER_NAME} entry there serves another data root ({theirs}) — left as it is; "
+                "uninstall with that OPEN_MEMEX_HOME, or remove it by hand")  # fmt: skip
+    if isinstance(found, dict) and isinstance(theirs, str) and _runs_ours(client, found, entry):
+        return None
+    return (f"the {SERVER_NAME} entry there is not one init writes for this data root (init kept it as a "
+            "different entry) — left as it is; remove it by hand if you want it gone")  # fmt: skip
+
+
+def _runs_ours(client: Client, found: dict[str, Any], entry: ServerEntry) -> bool:
+    command: object
+    args: object
+    if client.id == "opencode":
+        argv = found.get("command")
+        if not isinstance(argv, list) or not argv:
+            return False
+        command, args = argv[0], list(argv[1:])
+    else:
+        command, args = found.get("command"), found.get("args")
+    return runs_our_server(command, args) or (command == entry.command and is_our_args(args))
 
 
 def data_root_of(found: object) -> str | None:
@@ -62,13 +102,43 @@ def data_root_of(found: object) -> str | None:
 
 
 def entry_in(client: Client, text: str) -> dict[str, Any] | None:
-    """Our entry as the file holds it (JSONC read leniently), for doctor; None when absent."""
+    """Our entry as the file holds it (JSONC read leniently), for doctor; None when absent.
+    Visual Studio's is in ``servers``, else in the ``mcpServers`` mirror init also fills."""
     if client.fmt == "toml":
         return tomlconf.entry_in(text)
+    doc = jsonconf.read_lenient(text) or {}
+    for name in _names(client):
+        section = doc.get(name)
+        found = section.get(SERVER_NAME) if isinstance(section, dict) else None
+        if isinstance(found, dict):
+            return found
+    return None
+
+
+def wired(client: Client, text: str, entry: ServerEntry) -> bool:
+    """Whether the file holds something uninstall would take out (or tell the user to):
+    our entry for this data root, a legacy one, or — in a file too deep or too long to
+    read at all — the name of either."""
+    if has_legacy(client, text):
+        return True
+    if client.fmt == "toml":
+        found = tomlconf.entry_in(text)
+        return (found is not None and not_ours(client, found, entry) is None) or tomlconf.unreadable_with_ours(text)
     doc = jsonconf.read_lenient(text)
-    section = doc.get(client.section) if doc else None
-    found = section.get(SERVER_NAME) if isinstance(section, dict) else None
-    return found if isinstance(found, dict) else None
+    if doc is None:
+        return _names_us(text)
+    return any(isinstance(doc.get(name), dict) and SERVER_NAME in doc[name]
+               and not_ours(client, doc[name][SERVER_NAME], entry) is None for name in _names(client))  # fmt: skip
+
+
+def _names(client: Client) -> list[str]:
+    return [client.section, *([client.mirror] if client.mirror else [])]
+
+
+def _names_us(text: str) -> bool:
+    """A text no parser here can read (1,200 levels deep, a 5,000-digit number) may still
+    hold our entry: a JSON string ``"open-memex"`` (or the legacy name) says it might."""
+    return f'"{SERVER_NAME}"' in text or f'"{LEGACY_NAME}"' in text
 
 
 def has_legacy(client: Client, text: str) -> bool:
@@ -98,7 +168,7 @@ def _json_add(client: Client, text: str, entry: ServerEntry, *, force: bool) -> 
     for name in names:
         section = doc.setdefault(name, {})
         current = section.get(SERVER_NAME)
-        if current is None:
+        if SERVER_NAME not in section:  # a JSON null there is a value the user wrote: a different entry
             section[SERVER_NAME] = copy.deepcopy(ours)
             verdicts.add("added")
         elif matches(current, ours):
@@ -110,53 +180,88 @@ def _json_add(client: Client, text: str, entry: ServerEntry, *, force: bool) -> 
             verdicts.add("differs")
     where = " + ".join(f"{name}.{SERVER_NAME}" for name in names)
     changed = legacy or verdicts & {"added", "updated"}
-    new_text = jsonconf.edit(source, doc) if changed else None
+    changes = jsonconf.Changes([], {})
+    new_text = jsonconf.edit(source, doc, changes=changes) if changed else None
     if changed and new_text is None:
         return Verdict("manual", f"left untouched: {EDIT_FAILED}")
-    return _verdict(verdicts, legacy, where, new_text)
+    receipt = Receipt(blank=text if not source.text.strip() else None, made=frozenset(changes.made),
+                      mine=frozenset(changes.made), filled=changes.filled)  # fmt: skip
+    return _verdict(verdicts, legacy, where, new_text, receipt)
 
 
-def _verdict(verdicts: set[str], legacy: bool, where: str, new_text: str | None) -> Verdict:
+def _verdict(verdicts: set[str], legacy: bool, where: str, new_text: str | None, receipt: Receipt) -> Verdict:
     extra = f"; {LEGACY_NOTE}" if legacy else ""
     if "added" in verdicts:
-        return Verdict("added", where + extra, new_text)
+        return Verdict("added", where + extra, new_text, receipt=receipt)
     if "updated" in verdicts:
-        return Verdict("updated", f"{where} replaced (--force){extra}", new_text)
+        return Verdict("updated", f"{where} replaced (--force){extra}", new_text, receipt=receipt)
     if "differs" in verdicts:
-        return Verdict("kept", FORCE_HINT + extra, new_text)
+        return Verdict("kept", FORCE_HINT + extra, new_text, receipt=receipt)
     if legacy:
-        return Verdict("updated", f"already wired; {LEGACY_NOTE}", new_text)
+        return Verdict("updated", f"already wired; {LEGACY_NOTE}", new_text, receipt=receipt)
     return Verdict("kept", "already wired", None)
 
 
-def _json_remove(client: Client, text: str, *, had_backup: bool) -> Verdict:
+def _json_remove(client: Client, text: str, entry: ServerEntry, *, receipt: Receipt | None,
+                 had_backup: bool, shared: bool) -> Verdict:  # fmt: skip
+    by_hand = f'remove "{SERVER_NAME}" from "{client.section}" by hand'
     try:
         doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
         lenient = jsonconf.read_lenient(text)
-        if lenient is not None and _json_has_ours(client, lenient):
-            return Verdict("manual", f"left untouched ({exc}): remove \"{SERVER_NAME}\" from \"{client.section}\" by hand")
+        if lenient is None:  # nothing here reads it: whether ours is in it is not known either
+            if _names_us(text):
+                return Verdict("manual", f"left untouched ({exc}): if it holds an {SERVER_NAME} entry, {by_hand}")
+            return Verdict("absent", "nothing of ours found")
+        found = [lenient[name][SERVER_NAME] for name in _names(client)
+                 if isinstance(lenient.get(name), dict) and SERVER_NAME in lenient[name]]  # fmt: skip
+        verdicts = [not_ours(client, value, entry) for value in found]
+        if None in verdicts or has_legacy(client, text):
+            return Verdict("manual", f"left untouched ({exc}): {by_hand}")
+        if verdicts:
+            return Verdict("kept", str(verdicts[0]))
         return Verdict("absent", "nothing of ours found")
-    removed = False
-    section = doc.get(client.section)
-    if isinstance(section, dict):
-        removed = section.pop(SERVER_NAME, None) is not None
+    if receipt is None:
+        receipt = _new_file(client, source, doc, had_backup)
+    names = [client.section]
+    left_for = ""
+    if client.mirror and isinstance(doc.get(client.mirror), dict) and SERVER_NAME in doc[client.mirror]:
+        if not shared or receipt.put_in((client.mirror, SERVER_NAME)):  # in a shared file, Claude Code's own
+            names.append(client.mirror)
+        elif not_ours(client, doc[client.mirror][SERVER_NAME], entry) is None:
+            left_for = (f"{client.mirror}.{SERVER_NAME} left: Claude Code reads it in this file "
+                        "(uninstall --client claude removes it)")  # fmt: skip
+    removed: list[str] = []
+    reasons: list[str] = []
+    for name in names:
+        section = doc.get(name)
+        if isinstance(section, dict) and SERVER_NAME in section:
+            why = not_ours(client, section[SERVER_NAME], entry)
+            if why is None:
+                del section[SERVER_NAME]
+                removed.append(f"{name}.{SERVER_NAME}")
+            else:
+                reasons.append(why)
     legacy = _drop_legacy(doc, [client.section], plugins=client.id == "opencode")
     if not (removed or legacy):
-        return Verdict("absent", "no open-memex entry")
-    if isinstance(section, dict) and not section:
-        del doc[client.section]
-    detail = f"{client.section}.{SERVER_NAME}" if removed else ""
-    detail = "; ".join(part for part in (detail, LEGACY_NOTE if legacy else "") if part)
-    new_text = jsonconf.edit(source, doc)
+        return Verdict("kept", reasons[0]) if reasons else Verdict("absent", "no open-memex entry")
+    for name in names:
+        if doc.get(name) == {} and receipt.covers((name,)):  # only a section init made: the user's stays
+            del doc[name]
+    detail = "; ".join(part for part in (" + ".join(removed), LEGACY_NOTE if legacy else "", left_for, *reasons) if part)
+    new_text, delete = finish(source, doc, receipt)
     if new_text is None:
-        return Verdict("manual", f'left untouched ({EDIT_FAILED}): remove "{SERVER_NAME}" from "{client.section}" by hand')
-    return Verdict("removed", detail, new_text, delete=not doc and not had_backup)
+        return Verdict("manual", f"left untouched ({EDIT_FAILED}): {by_hand}")
+    return Verdict("removed", detail, new_text, delete=delete)
 
 
-def _json_has_ours(client: Client, doc: dict[str, Any]) -> bool:
-    section = doc.get(client.section)
-    return isinstance(section, dict) and (SERVER_NAME in section or LEGACY_NAME in section)
+def _new_file(client: Client, source: jsonconf.Source, doc: dict[str, Any], had_backup: bool) -> Receipt:
+    """No record of init's (an earlier version's init, a deleted marker): a file that is byte
+    for byte what init writes into a new one, with no ``.bak`` beside it, is taken for one
+    init created; anything else is the user's — nothing pruned, nothing deleted."""
+    if had_backup or source.layout.bom or source.text != jsonconf.dump(doc, jsonconf.Layout()):
+        return Receipt(mine=None)
+    return Receipt(existed=False, blank="", made=frozenset((name,) for name in _names(client)), mine=None)
 
 
 def _drop_legacy(doc: dict[str, Any], names: list[str], *, plugins: bool) -> bool:
