@@ -522,6 +522,114 @@ def test_placeholders_and_references(value: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# passwords made of words: a password where the syntax states the value, prose elsewhere
+
+# Each of these was stored verbatim: words without digits counted as prose wherever they stood.
+WORD_PASSWORDS = [
+    ("DB_PASSWORD=blueberry", "blueberry"),
+    ("ADMIN_PASSWORD=letmein", "letmein"),
+    ("DB_PASSWORD=correct-horse-battery-staple", "correct-horse-battery-staple"),
+    ('password: "correct horse battery staple"', "correct horse battery staple"),
+    ('{"password": "correct horse battery staple", "host": "db.internal"}', "correct horse battery staple"),
+    ("export ADMIN_PASSWORD='letmein'", "letmein"),
+    ("export DB_PASSWORD=correct_horse_battery_staple", "correct_horse_battery_staple"),
+    ("PGPASSWORD=blueberry psql -h db.internal", "blueberry"),
+    ("services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: blueberry\n", "blueberry"),
+    ("    environment:\n      - POSTGRES_PASSWORD=blueberry", "blueberry"),
+    ('smtp_pass = "blueberry"', "blueberry"),
+    ("os.environ['DB_PASSWORD'] = 'letmein'", "letmein"),
+    ("mysql --user root --password letmein -h db.internal", "letmein"),
+    ("docker login -u deploy --password letmein \\", "letmein"),
+    ("run `mytool login --password=blueberry` once", "blueberry"),
+    ("postgres://app:blueberry@db.internal:5432/app", "blueberry"),
+    ("curl -u admin:letmein https://jenkins.internal/api/json", "letmein"),
+    ("https://api.example.com/login?user=bob&password=blueberry", "blueberry"),
+    ("machine api.acme.dev login deploy password blueberry", "blueberry"),
+    ("<password>blueberry</password>", "blueberry"),
+    ('<add key="ClearTextPassword" value="letmein" />', "letmein"),
+    ("Server=tcp:db;User Id=sa;Password=blueberry;Encrypt=true;", "blueberry"),
+    ("password=blueberry", "blueberry"),
+    ("SESSION_SECRET=keyboard-cat", "keyboard-cat"),
+    ("app.use(session({ secret: 'keyboard cat' }))", "keyboard cat"),
+    ('wifi_passphrase: "correct horse battery staple"', "correct horse battery staple"),
+]  # fmt: skip
+
+# … and words that stay: prose, placeholders, references, descriptions, types, labels and
+# code, the false alarms the prose rule exists for, near each syntax that now takes words
+WORDS_NOT_PASSWORDS = [
+    # prose and placeholders
+    "password: required", "password: optional", "token = none", "secret: see the vault", 'secret: "see the vault"',
+    "API_KEY=your-api-key-here", "password: <your password>", "PASSWORD=changeme", "DB_PASSWORD=required",
+    "DB_PASSWORD=none", "ADMIN_PASSWORD=prompt", "DB_PASSWORD=example", "DB_PASSWORD=your_password",
+    "DB_PASSWORD=default_password", "MYSQL_ROOT_PASSWORD=root", "DB_PASSWORD=SECRET", 'password: "plain text"',
+    '"password": "dummy value"', 'password = "hidden field"', "DB_PASSWORD: stored in the vault", "DB_PASSWORD: rotated",
+    "Password: unchanged", "password: rotated", "token: required for private repos",
+    # references
+    'password = os.environ["DB_PASSWORD"]', "token: ${{ secrets.GH_TOKEN }}", "DB_PASSWORD=$DB_PASS",
+    "auth: bearer", 'existingSecret: "grafana"',
+    # labels (i18n), types, validation rules, code
+    '"password": "Enter your password"', '"password": "Mot de passe"', '"password": "Kennwort"', '"token": "Token"',
+    '"password": "hidden"', "'password' => 'confirmed',", "password: string", "password: SecretStr",
+    "PR_EMS_AB_AUTHORIZED_PASSWORD: Incomplete", "connect(host=h, password=answer)", "    password=answer,",
+    "password = new_password", "             'pass': 'bandpass',", "return true if -debug-pass=Executions",
+    # command-line help and prose about flags
+    "--password PASSWORD", "  --password TEXT   the password to use", "  --password string   the password",
+    "--password <pw>", "--password prompts for it on a terminal",
+    "information can be provided via the --username and --password options",
+    'raise CLIError("--registry-password requires --registry-username.")',
+    # URLs and netrc in docs
+    'export http_proxy="http://proxyuser:proxypass@proxyhost:port"', "postgresql://scott:tiger@localhost/test",
+    "http://foo:bar@example.com", '  " mipf : a:machine a:id password filename   Use ftp',
+    # a secret named, not given (a stored secret's name has no blanks)
+    'secret: "tls-certs"', '"secret": "kubernetes"', "docker build --secret app-config .", "client_secret=rotated",
+]  # fmt: skip
+WORDS = ["blueberry", "harbor", "lantern", "meadow", "walnut", "copper", "thimble", "orchid", "glacier", "saddle"]
+# the names of credentials people choose: a password, a passphrase (a shared secret takes
+# words in fewer places: it names a stored secret as often, see SECRET_NAMES_A_SECRET)
+CHOSEN_NAMES = ["DB_PASSWORD", "PGPASSWORD", "password", "dbPassword", "smtp_pass", "db.pw", "passphrase"]
+# syntaxes that state the value: quoted, NAME=value, a flag on a command line, Markdown code
+STATED = ["dotenv", "export", "yaml-quoted", "json", "toml", "python", "python-typed", "python-kwarg", "python-dict",
+          "js", "go", "php", "compose", "powershell", "cli-flag", "cli-flag-eq", "xml-attribute", "markdown"]  # fmt: skip
+
+
+def passphrase(sep: str) -> str:
+    """Diceware-style: three or four words from a list, joined by ``sep``."""
+    return sep.join(RNG.sample(WORDS, RNG.randint(3, 4)))
+
+
+@pytest.mark.parametrize(("text", "raw"), WORD_PASSWORDS)
+def test_a_password_made_of_words_is_masked_where_the_syntax_states_it(text: str, raw: str) -> None:
+    assert_masked(text, raw)
+
+
+@pytest.mark.parametrize("syntax", STATED)
+def test_words_given_to_a_password_in_every_syntax_that_states_the_value(syntax: str) -> None:
+    for name in CHOSEN_NAMES:
+        if syntax.startswith("cli-flag") and not name.replace("-", "").isalnum():
+            continue
+        if syntax == "compose" and not name.isupper():
+            continue  # `- password=…` in a compose list: an environment variable's name is upper case
+        for secret in (RNG.choice(WORDS), passphrase("-"), passphrase("_")):
+            assert_masked(SYNTAXES[syntax](name, secret), secret)
+
+
+@pytest.mark.parametrize("text", WORDS_NOT_PASSWORDS)
+def test_words_that_describe_refer_or_label_are_not_passwords(text: str) -> None:
+    assert_untouched(text)
+
+
+def test_words_given_to_an_issued_credential_or_in_prose_stay_prose() -> None:
+    """Tokens and API keys are machine-made by the service that issues them: a word given to
+    one is a placeholder (``API_KEY=demo``). YAML's unquoted ``password: word`` reads as a
+    status as often as a password ("password: rotated"); quoting it says it is the value."""
+    word = RNG.choice(WORDS)
+    for text in (f"GITHUB_TOKEN={word}", f"API_KEY={passphrase('-')}", f"password: {word}",
+                 f"the password for staging is {word}", f"| password | {word} |"):  # fmt: skip
+        assert_untouched(text)
+    assert_masked(f'password: "{word}"', word)
+
+
+# ---------------------------------------------------------------------------------------------
 # <private>, user patterns, allowlist, inline marker
 
 
@@ -664,6 +772,15 @@ def test_config_allowlist_and_marker_reach_the_write_path(cli: Any, data_root: P
     Path("note.md").write_text(f"example {example}, real {GITHUB}\n")
     redacted = json.loads(cli("redact", "note.md", "--json").out)
     assert redacted["masked"] == ["github-pat"] and example in redacted["text"] and GITHUB not in redacted["text"]
+
+
+def test_add_stores_a_password_made_of_words_masked(cli: Any, data_root: Path) -> None:
+    """``add "staging: DB_PASSWORD=blueberry"`` stored the password as written."""
+    result = cli("add", "staging: DB_PASSWORD=blueberry; wifi passphrase: \"correct horse battery staple\"", "--json")
+    assert result.rc == 0 and json.loads(result.out)["masked"] == ["generic-secret-assignment"]
+    stored = _stored(data_root)
+    assert "blueberry" not in stored and "horse battery" not in stored
+    assert "DB_PASSWORD=bluexxxxx;" in stored and '"corrxxxxxxxxxxxxxxxxxxxxxxxx"' in stored
 
 
 def test_add_stores_code_about_credentials_as_written(cli: Any, data_root: Path) -> None:

@@ -277,6 +277,10 @@ FORMATS: tuple[Format, ...] = (
         f"curl -u 'admin:{p}' https://jenkins.internal/api/json", (p,))),
     Format("env-short-password", "generic", lambda g: g.short_password(), ("DB_PASSWORD", "PGPASSWORD", "MYSQL_ROOT_PASSWORD", "REDIS_PASSWORD"), "database password", False),
     Format("punctuated-password", "generic", lambda g: g.password(), ("DB_PASSWORD", "ADMIN_PASSWORD", "SMTP_PASSWORD", "password"), "admin password", False),
+    # a password of words, written where the syntax states the value (quoted, NAME=value);
+    # unquoted YAML and prose read as prose ("password: rotated"), so they are not planted
+    Format("word-password", "generic", lambda g: g.passphrase(), ("DB_PASSWORD", "ADMIN_PASSWORD", "SMTP_PASSWORD", "PGPASSWORD"), "admin password", False,
+           ("env", "export", "yaml-quoted", "json", "toml", "python", "js", "go", "compose", "md-inline")),
     Format("django-secret-key", "generic", lambda g: "django-insecure-" + g.pick(LOWER_ALNUM + "!@#$%^&*(-_=+)", 50), ("SECRET_KEY",), "Django secret key", False),
     Format("rails-secret-key-base", "generic", lambda g: g.hex(128), ("SECRET_KEY_BASE",), "secret_key_base", False),
     Format("laravel-app-key", "generic", lambda g: "base64:" + g.bytes_b64(32), ("APP_KEY",), "app key", False),

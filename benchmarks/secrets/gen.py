@@ -69,8 +69,21 @@ class Gen:
         """Short and weak, still a password: hunter2, dragon77."""
         return self.choice(WORDS)[: self.rng.randint(4, 7)] + self.digits(self.rng.randint(1, 3))
 
+    def passphrase(self) -> str:
+        """A password of plain words, as people choose them: one dictionary word (letmein-style)
+        or a Diceware-style passphrase of three to five words joined by ``-`` or ``_``."""
+        if self.rng.random() < 0.4:
+            return self.choice(PASSPHRASE_WORDS)
+        return self.choice("-_").join(self.choice(PASSPHRASE_WORDS) for _ in range(self.rng.randint(3, 5)))
+
     def words(self, n: int) -> str:
         return " ".join(self.choice(WORDS) for _ in range(n))
 
 
 WORDS = ["staging", "deploy", "release", "runner", "cache", "index", "search", "memory", "review", "draft", "approve", "merge", "branch", "pipeline", "cluster", "replica", "shard", "queue", "worker", "cron", "backup", "restore", "migrate", "schema", "table", "column", "query", "latency", "budget", "alert", "pager", "incident", "rollback", "canary", "feature", "flag", "toggle", "tenant", "account", "billing", "invoice", "payment", "refund", "ledger", "export", "import", "bundle", "archive", "upload", "download", "bucket", "region", "zone", "network", "gateway", "proxy", "ingress", "router", "service", "client", "server", "socket", "stream", "buffer", "packet", "header", "token", "secret", "password", "session", "cookie", "login", "logout", "signup", "profile", "avatar", "settings", "config", "option", "parser", "lexer", "tokenizer", "compiler", "linker", "module", "package", "library", "plugin", "adapter", "driver", "connector", "dragon", "falcon", "hunter", "summer", "winter", "autumn", "spring", "ocean", "river", "forest", "mountain", "valley", "thunder", "silver", "orange", "purple", "yellow", "violet", "copper", "marble", "granite", "crystal", "shadow", "phoenix", "tiger", "panther"]
+# Ordinary words of a Diceware-style list (the EFF list's flavour), for passwords made of words
+PASSPHRASE_WORDS = ["acorn", "anchor", "badger", "banjo", "basket", "beacon", "blossom", "bramble", "bucket", "cactus",
+                    "candle", "canyon", "carrot", "cedar", "cobalt", "comet", "cricket", "dolphin", "ember", "fennel",
+                    "garnet", "harbor", "hazel", "island", "jasper", "kettle", "lantern", "lemon", "maple", "meadow",
+                    "mitten", "nectar", "nutmeg", "oyster", "pebble", "pickle", "quartz", "raven", "sparrow", "thistle",
+                    "tulip", "velvet", "walnut", "willow", "zephyr"]  # fmt: skip

@@ -92,6 +92,10 @@ KINDS: dict[str, Callable[[Gen], str]] = {
     "semver-and-versions": lambda g: f"version: {g.rng.randint(1, 9)}.{g.rng.randint(0, 20)}.{g.rng.randint(0, 40)}",
     "high-entropy-id": lambda g: g.choice([f"slack_channel: C{g.digits(2)}{g.alnum(8).upper()}", f"stripe_customer: cus_{g.alnum(14)}", f"request: req_{g.alnum(24)}", f"etag: W/\"{g.hex(32)}\""]),
     "k8s-secret-ref": lambda g: "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: db\n        key: password",
+    "word-values-not-passwords": lambda g: g.choice([
+        "DB_PASSWORD=required", "ADMIN_PASSWORD=prompt", 'secret: "see the vault"', "password: rotated",
+        "DB_PASSWORD: stored in the vault", "'password' => 'confirmed',", '"password": "Kennwort"',
+        "--password prompts for it on a terminal", "PASSWORD=changeme", "API_KEY=your-api-key-here"]),
     "variable-names": lambda g: g.choice(["password = new_password", "token = refresh_token", "if token == expected_token:", "secret = load_secret(path)", "auth = HTTPBasicAuth(user, password)"]),
 }
 

@@ -6,6 +6,12 @@ answers are decided by the value's *shape*, not by a list of known examples: a v
 of lower-case words joined by ``_``, ``-`` or spaces, with no digits, reads as prose
 ("remember_to_rotate_keys_monthly"), a dotted identifier reads as a reference
 (``settings.OAUTH_CLIENT_SECRET``), a call as code (``get_random_secret_key()``).
+
+Words are prose only where the syntax leaves it open. Where it says "this is the value"
+(``DB_PASSWORD=blueberry``, ``password: "correct horse battery staple"``, ``--password
+letmein``, a URL's password) a password made of words is still a password — people choose
+them (passphrases, Diceware, ``letmein``) — unless its words describe or stand for a value
+(``required``, ``prompt``, ``see the vault``): ``word_password`` decides that part.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ PLACEHOLDER_WORDS = frozenset(
     secret secrets password passwd pass pwd passphrase token tokens apikey api_key api-key key
     none null nil undefined true false yes no on off todo tbd fixme required optional hidden
     empty unset default string str value values mysecret mypassword mytoken foo bar baz foobar
-    qux test testing admin root guest user username postgres mysql letmein xxx
+    qux test testing admin root guest user username postgres mysql xxx
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 _PLACEHOLDER = re.compile(
@@ -217,6 +223,71 @@ def is_prose(value: str) -> bool:
     return alpha == len(words) or alpha >= 2 or " " in value.strip()
 
 
+# Words that describe a value, its type or where it comes from, rather than being one: a
+# state (``disabled``, ``rotated``), an instruction (``prompt``, ``stdin``), a type or a
+# validation rule (``varchar``, ``nullable``), a metavar written in lower case (``--password
+# phrase``), an auth scheme (``bearer``). A closed class of words; passwords are open-class.
+DESCRIBING_WORDS = frozenset(
+    """
+    mandatory masked encrypted encrypt hashed hash salted plain plaintext cleartext prompt prompted
+    ask asked stdin stdout interactive inherit inherited auto automatic generate generated random
+    blank missing unknown unchanged same different disabled enabled disable enable unused
+    expired revoked rotated removed deleted invalid valid wrong incorrect correct confirmed
+    nullable sometimes present filled unique bearer basic digest oauth ntlm kerberos text varchar
+    bytes binary boolean integer number secure insecure sensitive private public protected
+    readonly writeonly vault keychain keyring manual manually ignored ignore skip skipped any
+    anything nothing something whatever word words phrase value values arg argument param
+    parameter name file path input output data field label hint blah dummy fake mock sample demo
+    local keep kept stored store saved save unset reset change changed update updated forgot
+    forgotten lost recover recovery
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+# Words that make a phrase a sentence: articles, pronouns, prepositions, auxiliaries and the
+# verbs of instructions ("see the vault", "ask the ops team", "enter your password").
+FUNCTION_WORDS = frozenset(
+    """
+    the and for nor but you your yours our ours his her hers its their theirs them they this
+    that these those are was were has have had can could may might must shall should will
+    would not with from into onto over under about after before when where what which who
+    whom how why all each every some there here then than also only just very via per
+    please enter type see use used set get put run ask check contact read leave stays
+    be to of in on or is it an as at by if so we us do no
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+_PASSPHRASE = re.compile(r"[a-z]{3,}(?:[-_ ][a-z]{3,}){0,7}")
+_PASSPHRASE_SPLIT = re.compile(r"[-_ ]")
+# Parts of a word that name a credential: a value that says "password" is a label or a
+# placeholder (``Enter your password``, ``default_password``, ``proxyuser:proxypass``), not one
+_CREDENTIAL_PARTS = ("pass", "pwd", "secret", "token", "credential", "apikey", "login", "motdepasse",
+                     "contrase", "kennwort")  # fmt: skip
+_CREDENTIAL_WORDS = frozenset({"key", "keys", "pin", "auth", "creds", "cred", "otp"})
+
+
+def word_password(value: str, *, quoted: bool) -> bool:
+    """A password made of words, as people choose them: ``blueberry``, ``letmein``,
+    ``correct-horse-battery-staple``, in quotes ``correct horse battery staple``. Asked only
+    where the syntax says the value *is* the password (``assign`` decides that); there,
+    words are prose only when they read as prose or describe a value instead of being one.
+
+    * ASCII letters, five or more, in words of three letters or more joined by ``-``, ``_``
+      (or blanks, in quotes), no digits (a digit makes it a password by the other rules
+      already);
+    * all lower case: people type passphrases so, while a capital makes a word a name — a
+      label in quotes (``"password": "Kennwort"``, i18n files), an enum member
+      (``-debug-pass=Executions``), a type (``PASSWORD: Incomplete``), a metavar or a
+      constant (``--password TEXT``, ``PASSWORD=SECRET``);
+    * no word naming a credential (``Enter your password``, ``default_password``), no
+      function word (``see the vault``, ``ask ops``), and not only words that describe or
+      stand for a value (``required``, ``prompt``, ``plain text``, ``dummy value``).
+    """
+    if len(value) < 5 or _PASSPHRASE.fullmatch(value) is None or (" " in value and not quoted) or not value.islower():
+        return False
+    parts = _PASSPHRASE_SPLIT.split(value)
+    if any(p in FUNCTION_WORDS or p in _CREDENTIAL_WORDS or any(c in p for c in _CREDENTIAL_PARTS) for p in parts):
+        return False
+    return not all(p in DESCRIBING_WORDS or p in PLACEHOLDER_WORDS for p in parts)
+
+
 def _mostly_words(value: str) -> bool:
     """A sentence: six or more words, nearly all of them plain words (a passphrase is shorter)."""
     parts = value.split()
@@ -248,11 +319,16 @@ def looks_random(value: str, min_length: int = 16, min_entropy: float = 3.5) -> 
     return len(value) >= min_length and char_classes(value) >= 2 and entropy(value) >= min_entropy
 
 
-def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False, data: bool = False) -> bool:
+def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False, data: bool = False,
+                       words: bool = False) -> bool:  # fmt: skip
     """Could this value, given to a name like ``password``, be a real credential?
 
     Short passwords count (``hunter2``), punctuation counts (``Tr0ub4dor&3horse``), spaces
-    count inside quotes (a JSON password with spaces); words, references and data do not.
+    count inside quotes (a JSON password with spaces); references and data do not. Words
+    count only with ``words``: the syntax says this is the value of a password people
+    choose (``DB_PASSWORD=blueberry``), so words there are a password unless they read as
+    prose or describe a value (``word_password``); elsewhere they are prose
+    ("token: required for private repos").
     ``data``: the value is data whatever it looks like (a URL query value), never code.
     """
     if len(value) < 5 or is_placeholder(value) or is_public_shape(value, uuid_ok=uuid_ok) or is_path_or_url(value):
@@ -264,11 +340,13 @@ def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False, data:
     if (value[0] in "[{(" and value[-1] in "]})") or (not quoted and value[0] in "{["):
         return False  # [PAD], {…}: a list, a mapping, a special token
     if is_prose(value):
-        return False
+        return words and word_password(value, quoted=quoted)
     if data:
         return True
     if identifier(value) and not any(ch.isdigit() for ch in value):
-        return False  # an identifier without digits: a variable, a constant, an enum member, a word
+        # an identifier without digits: a variable, a constant, an enum member — or, where
+        # the syntax says it is the password, a word someone chose (letmein)
+        return words and word_password(value, quoted=quoted)
     if _name_path(value) or _expression(value):
         return False  # CloudFrontOriginAccessIdentityList.NextMarker, NextToken || Marker: code
     # a path or a credential scope (key-id/20240101/us-east-1/s3/aws4_request) is not either

@@ -67,6 +67,18 @@ _CONTEXT_SPAN = 60
 # ``.special-token:empty::before{`` the colon starts ``:empty``, it does not assign a value
 _SELECTOR_TAIL = re.compile(r"(?::{1,2}[a-z][a-z-]*(?:\([^()\n]*\))?)+[ \t]*(?:[,>+~][^{};\n]*)?\{")
 _IDENT_VALUE = re.compile(r"[A-Za-z_$][\w$]*")
+# How a value was given, for ``_states_value``: by a syntax that always states it (a URL
+# query, netrc, XML), by an operator, by a command-line flag, or in prose and tables.
+_ALWAYS, _OPERATOR, _FLAG, _NEVER_STATED = "always", "operator", "flag", "never"
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
+_LINE_END = re.compile(r"[ \t]*(?:#.*)?(?:\r|\n|$)")
+_AFTER_TIGHT = re.compile(r"""[ \t;&"'`]|\r|\n|$""")
+# After a flag's value on a command line: its end, a continuation, a pipe or separator, a
+# closing quote — or another option, itself followed by a value, ``=`` or the end
+_AFTER_FLAG = re.compile(r"""[ \t]*(?:\r|\n|$|\\|[|;&<>"'`)]|--?[A-Za-z][\w-]*(?:[ \t=]|\r|\n|$))""")
+# Where the command a flag belongs to starts: the line, or a quote or backtick around it
+_COMMAND_START = re.compile(r"""[`"'(]|\$\(|\r|\n""")
+_BARE_WORD = re.compile(r"(?<![\w./:@=-])[A-Za-z]+(?![\w./:@=-])")
 
 
 @dataclass(frozen=True)
@@ -169,7 +181,7 @@ class Parser:
             if text.startswith("--", start) and after in " \t":
                 m = _FLAG_VALUE.match(text, end)
                 if m is not None:
-                    self._judge(text, low, m, text[start + 2 : end], out, GENERIC)
+                    self._judge(text, low, m, text[start + 2 : end], out, GENERIC, stated=_FLAG)
                 return
             start += len(text[start:end]) - len(text[start:end].lstrip("-."))
         name = text[start:end]
@@ -194,7 +206,9 @@ class Parser:
                 if not _table_row(text, start):
                     return  # a pipe in code or a regex, not a Markdown table row
                 rule = TABLE
-            self._judge(text, low, m, name, out, rule, query=before in "?&")
+            query = before in "?&"
+            stated = _ALWAYS if query or m.re is not _OP_VALUE else _OPERATOR if rule == GENERIC else _NEVER_STATED
+            self._judge(text, low, m, name, out, rule, query=query, stated=stated)
             return
         m = _PROSE_TAIL.match(text, end)
         if m is not None:
@@ -213,7 +227,11 @@ class Parser:
         if m is not None:
             value = _NETRC_VALUE.match(text, m.end())
             if value is not None:
-                self._judge(text, low, value, "password", out, NETRC)
+                # a netrc line states the password; "machine" in a sentence or a comment
+                # ("a:machine a:id password filename") may not
+                line = max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
+                stated = _ALWAYS if not text[line:pos].strip() else _NEVER_STATED
+                self._judge(text, low, value, "password", out, NETRC, stated=stated)
 
     def _table_column(self, text: str, low: str, start: int, end: int, name: str, out: list[Candidate]) -> None:
         """A Markdown table whose header names a credential column: the cells under it."""
@@ -243,12 +261,17 @@ class Parser:
             row = row_end + 1
 
     def _judge(self, text: str, low: str, m: re.Match[str], name: str, out: list[Candidate], rule: str, *,
-               query: bool = False) -> None:  # fmt: skip
+               query: bool = False, stated: str = _NEVER_STATED) -> None:  # fmt: skip
         found = _value(m)
         if found is None:
             return
         value, vstart, vend, quoted = found
         code = quoted and m.re.groupindex.get("bq") is not None and m.start("bq") >= 0  # `code` in Markdown
+        # words someone chose, where the syntax states the value — not a word that spells the
+        # name again ('pass': 'bandpass', a filter's kind)
+        chosen = names.chosen_by_people(name)
+        words = chosen is not None and names.words(name)[-1] not in value.lower() \
+            and _states_value(text, m, name, (vstart, vend), quoted, stated, secret=chosen == "secret")  # fmt: skip
         if _in_code(text, m, name, value, vend, quoted):
             return
         if query:
@@ -270,18 +293,60 @@ class Parser:
                 out.append((vstart, vend, SPECIFIC, check.id))
                 return
         if query:
-            ok = allow.plausible_password(value, quoted=quoted, data=True) if power is Strength.STRONG else \
+            ok = allow.plausible_password(value, quoted=quoted, data=True, words=words) if power is Strength.STRONG else \
                 allow.plausible_key(value, hex_ok=True, min_length=12, min_entropy=3.0)  # fmt: skip
             if ok:
                 out.append((vstart, vend, GENERIC_TIER, QUERY))
             return
         if power is Strength.STRONG:
-            if allow.plausible_password(value, quoted=quoted and not code, uuid_ok=True):
+            if allow.plausible_password(value, quoted=quoted and not code, uuid_ok=True, words=words):
                 out.append((vstart, vend, GENERIC_TIER, rule))
             return
         if allow.plausible_key(value, hex_ok=names.key_material(name)):
             label = rule if rule in (PROSE, TABLE) else ENTROPY_RULE_PREFIX + names.short_name(name)
             out.append((vstart, vend, GENERIC_TIER, label))
+
+
+def _states_value(text: str, m: re.Match[str], name: str, span: tuple[int, int], quoted: bool, how: str, *,
+                  secret: bool) -> bool:  # fmt: skip
+    """The syntax says the value *is* the credential, so words in it are a password someone
+    chose (``DB_PASSWORD=blueberry``), not prose: a URL query value, netrc and XML always;
+    a quoted value given by any operator (``password: "correct horse battery staple"``);
+    ``NAME=value`` with an environment variable's name and no blanks (.env, shell,
+    compose) or with any name when the value ends there (``Password=…;`` in a connection
+    string, ``password=…`` at the end of a line — in code a keyword argument is followed by
+    ``,`` or ``)`` and names a variable); ``NAME: value`` with an environment variable's name
+    and nothing else on the line (compose's ``environment:``); ``--password value`` where
+    the command line goes on with an option, a pipe or ends. Prose ("the token: required
+    for …"), YAML's unquoted ``password: blueberry`` (status words: "password: rotated")
+    and tables keep words as prose. A ``secret`` names a stored secret as often as it holds
+    one (``secret: "tls-certs"``, ``--secret app-config``): there only an environment
+    variable or a quoted phrase (``secret: 'keyboard cat'``; names have no blanks) count."""
+    vstart, vend = span
+    if how == _ALWAYS:
+        return True
+    if how == _FLAG:
+        return not secret and (quoted or (_AFTER_FLAG.match(text, vend) is not None and _command_before(text, m.start())))
+    if how != _OPERATOR:
+        return False
+    op = m.group("op")
+    if quoted:
+        return op != "|" and (not secret or " " in text[vstart:vend])
+    env = _ENV_NAME.fullmatch(name.lstrip("$")) is not None
+    if op in ("=", "?=", ":=") and m.start("op") == m.start() and vstart == m.end("op"):
+        return env or (not secret and _AFTER_TIGHT.match(text, vend) is not None)
+    # NAME: value with nothing after it — but NAME: Incomplete is a constant's type (.pyi)
+    return op == ":" and env and not text[vstart].isupper() and _LINE_END.match(text, vend) is not None
+
+
+def _command_before(text: str, flag: int) -> bool:
+    """The words before a flag, back to where its command starts, are a command's (``mysql
+    --user root``, ``docker login -u bob``), not a sentence's: no function word ("provided
+    via the --username and --password options")."""
+    line = max(text.rfind("\n", 0, flag), text.rfind("\r", 0, flag)) + 1
+    starts = [m.end() for m in _COMMAND_START.finditer(text, line, flag)]
+    segment = text[starts[-1] if starts else line : flag]
+    return not any(w.lower() in allow.FUNCTION_WORDS for w in _BARE_WORD.findall(segment))
 
 
 def _echoes(name: str, value: str) -> bool:

@@ -60,7 +60,7 @@ _NEVER = frozenset(
     xsrf idempotency cache method methods num number sample example examples template encoding
     secretname secretref secretkeyref valuefrom scope scopes
     py md json yaml yml toml txt js ts rs sh cfg ini conf log csv html css spec specs state status
-    origin kind
+    origin kind existing
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 
@@ -98,6 +98,27 @@ def strength(name: str) -> Strength:
     if any(w in _WEAK_WORDS or w.endswith(("key", "salt", "auth")) for w in parts):
         return Strength.WEAK
     return Strength.NONE
+
+
+_PASSWORD_ENDS = ("password", "passwd", "passphrase", "passcode", "passwort", "pwd", "contrasena", "contraseña",
+                  "motdepasse", "密码", "口令")  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def chosen_by_people(name: str) -> str | None:
+    """Whether the name holds a credential people choose, so that a value made of words can
+    be one: ``"password"`` for a password or passphrase (``DB_PASSWORD``, ``PGPASSWORD``,
+    ``smtp_pass``), ``"secret"`` for a shared secret (``SESSION_SECRET``) — which names a
+    stored secret as often (``secret: tls-certs``, ``--secret app-config``), so it takes
+    words in fewer places — else None. Tokens and API keys are issued by a service,
+    machine-made: a word given to one is a placeholder (``API_KEY=demo``)."""
+    parts = words(name.rsplit(".", 1)[-1] if "." in name.strip(".") else name)
+    if not parts:
+        return None
+    last = parts[-1]
+    if last.endswith(_PASSWORD_ENDS) or last == "pw" or (last.endswith("pass") and last not in _PASS_NOT):
+        return "password"  # not …pw glued to a word: TBN_GETINFOTIPW is a Windows constant
+    return "secret" if last.endswith("secret") else None
 
 
 def key_material(name: str) -> bool:

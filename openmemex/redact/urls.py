@@ -25,9 +25,11 @@ _HEADER = re.compile(
 _BEARER = re.compile(r"(?i)(?<![\w-])bearer[ \t]+(?P<v>[A-Za-z0-9._~+/-]{16,2000}=*)")
 _BASIC = re.compile(r"(?i)(?<![\w-])basic[ \t]+(?P<v>[A-Za-z0-9+/]{8,400}={0,2})(?![A-Za-z0-9+/=])")
 _CURL_USER = re.compile(r"""(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]+|=)(?P<q>["']?)(?P<user>[^\s:"'`]*):(?P<pw>[^\s"'`]+)(?P=q)""")
-# Passwords that documentation and local dev setups use on purpose.
+# Passwords that documentation and local dev setups use on purpose (tiger: Oracle's demo
+# account scott/tiger, all over SQLAlchemy's docs).
 _DEFAULT_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret", "changeme", "postgres", "root",
-                                "admin", "guest", "test", "user", "example", "mysql", "redis", "sa", "default"})  # fmt: skip
+                                "admin", "guest", "test", "user", "example", "mysql", "redis", "sa", "default",
+                                "tiger"})  # fmt: skip
 
 URL = "url-credentials"
 SENTRY = "sentry-dsn"
@@ -40,8 +42,10 @@ CURL = "curl-basic-auth"
 def _real_password(password: str, user: str, *, encoded: bool = True) -> bool:
     if not password or password.lower() in _DEFAULT_PASSWORDS or password == user or "," in user:
         return False  # … or a list of hosts: https://a.com:123,b:c@d.com
-    if allow.is_prose(urllib.parse.unquote(password) if encoded else password):
+    plain = urllib.parse.unquote(password) if encoded else password
+    if allow.is_prose(plain) and not allow.word_password(plain, quoted=False):
         return False  # org:repo@sha, jo%40email.com:a%20secret@host: words from a doc
+    # … but the place says "password", so one made of words is one: app:blueberry@db
     return not allow.is_placeholder(password) and not password.startswith(("$", "%", "{"))
 
 
