@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "captureAliases": True,
     "redactPatterns": [],
     "redactAllowlist": [],
+    "scanExclude": [],
     "logLevel": "info",
     "sync": {"autoPull": False, "transport": "auto"},
     "github": {"apiUrl": ""},
@@ -91,6 +92,18 @@ def _allowlist(value: Any) -> list[str]:
     return list(value)
 
 
+def _scan_exclude(value: Any) -> list[str]:
+    """Paths ``scan`` leaves out (gitignore-style globs, ``globs.py``): the way a gate lets one
+    legitimate file it cannot scan (a dump over 5 MB) be committed without ``--no-verify``."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of gitignore-style globs, e.g. [\"data/*.sql\"]")
+    from .globs import check_pattern
+
+    return [check_pattern(v) for v in value]
+
+
 def check_url(value: Any) -> str:
     """An http(s) URL with a host (and a port in range), or ValueError: ``github.apiUrl`` as set,
     and ``pr-status --api-url``."""
@@ -141,6 +154,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "captureAliases": _bool,
     "redactPatterns": _patterns,
     "redactAllowlist": _allowlist,
+    "scanExclude": _scan_exclude,
     "logLevel": _choice("info", "debug"),
     "sync.autoPull": _bool,
     "sync.transport": _choice("auto", "git", "pygit2"),
@@ -179,6 +193,10 @@ class Config:
     @property
     def redact_allowlist(self) -> list[str]:
         return list(self.values.get("redactAllowlist") or [])
+
+    @property
+    def scan_exclude(self) -> list[str]:
+        return list(self.values.get("scanExclude") or [])
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

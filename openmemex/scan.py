@@ -5,6 +5,8 @@ The pre-commit hook ``open-memex-secrets``, a native ``.git/hooks/pre-commit`` r
 everywhere: ``path:line:col rule-id`` and the value masked the protocol's way. Memory files
 (under the repository's ``memoryDir``) go through ``find_secrets_in_memory_file``, so the ids
 and times open-memex generates are never findings; every other file through ``find_secrets``.
+Paths matching the user's ``scanExclude`` globs are left out in every mode and listed as
+excluded, so a gate says what it did not look at.
 
 The hook must start in well under 0.1 s, so this module imports only ``os`` at load time; the
 scanner is imported when there is a file to scan, pygit2 only for ``--staged``
@@ -24,6 +26,7 @@ from .errors import UsageError
 
 if TYPE_CHECKING:
     from .config import Config
+    from .globs import Excluder
     from .redact import Finding
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -67,6 +70,7 @@ class ScanReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): large, binary — inside a folder
     unscanned: list[tuple[str, str]] = field(default_factory=list)  # (path, why): named or staged, yet not scanned
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, OS reason)
+    excluded: list[tuple[str, str]] = field(default_factory=list)  # (path, the scanExclude pattern)
     note: str | None = None  # why nothing was scanned, when that is worth saying
 
     @property
@@ -82,6 +86,7 @@ class ScanReport:
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "unscanned": [{"path": p, "reason": r} for p, r in self.unscanned],
             "unreadable": [{"path": p, "reason": r} for p, r in self.unreadable],
+            "excluded": [{"path": p, "pattern": r} for p, r in self.excluded],
         }
 
 
@@ -94,6 +99,16 @@ class Scanner:
         self.report = ScanReport()
         self._find: tuple[Callable[..., list[Finding]], Callable[..., list[Finding]]] | None = None
         self._patterns = config.redact_patterns  # built once: the allowlist matcher is cached by it
+        self.excluder = _excluder(config)
+
+    def excluded(self, shown: str, relative: str, folder: bool = False) -> bool:
+        """Whether ``scanExclude`` leaves the path out (``relative``: to the repository's top);
+        an excluded one is listed in the report, never passed over in silence."""
+        pattern = self.excluder.match(relative, folder=folder) if self.excluder is not None else None
+        if pattern is None:
+            return False
+        self.report.excluded.append((shown, pattern))
+        return True
 
     def add(self, shown: str, data: bytes, memory: bool, gate: bool) -> None:
         """Scan one file. ``gate``: it was named or staged, so the run must not pass it unseen —
@@ -147,20 +162,37 @@ def _decode(data: bytes) -> str | None:
     return None
 
 
+def _excluder(config: Config) -> Excluder | None:
+    """The compiled ``scanExclude`` globs, or None when there are none (the usual case: the
+    glob module is not even imported)."""
+    patterns = config.scan_exclude
+    if not patterns:
+        return None
+    from .globs import Excluder
+
+    return Excluder(patterns)
+
+
 def load_config() -> Config:
-    """The user's config: ``memoryDir``, ``redactPatterns`` and ``redactAllowlist`` apply."""
+    """The user's config: ``memoryDir``, ``redactPatterns``, ``redactAllowlist`` and ``scanExclude`` apply."""
     from .config import load_config as load
     from .paths import config_path, data_root
 
     return load(config_path(data_root()))
 
 
-def memory_dir(cwd: Path, config: Config) -> Path | None:
-    """``<work tree>/<memoryDir>`` of the repository around ``cwd``, or None outside one."""
+def work_tree(cwd: Path) -> Path | None:
+    """The work tree of the repository around ``cwd``, or None outside one."""
     from .gitinfo import discover
 
     info = discover(cwd)
-    return None if info is None else info.workdir / config.memory_dir
+    return None if info is None else info.workdir
+
+
+def memory_dir(cwd: Path, config: Config) -> Path | None:
+    """``<work tree>/<memoryDir>`` of the repository around ``cwd``, or None outside one."""
+    top = work_tree(cwd)
+    return None if top is None else top / config.memory_dir
 
 
 def scan_paths(paths: list[str], config: Config, cwd: Path) -> ScanReport:
@@ -168,7 +200,8 @@ def scan_paths(paths: list[str], config: Config, cwd: Path) -> ScanReport:
     files in them are skipped). No paths: the current repository's memory dir. A named file
     is a gate's: it is scanned whatever it holds, or the run fails (``Scanner.add``)."""
     scanner = Scanner(config)
-    memdir = memory_dir(cwd, config)
+    top = work_tree(cwd)
+    memdir = None if top is None else top / config.memory_dir
     if not paths:
         if memdir is None:
             raise UsageError(f"{cwd} is not inside a git repository — pass the files or folders to scan: open-memex scan PATH…")
@@ -178,8 +211,22 @@ def scan_paths(paths: list[str], config: Config, cwd: Path) -> ScanReport:
             return scanner.report
         paths = [os.path.relpath(memdir, cwd)]
     prefix = os.path.join(os.path.abspath(memdir), "") if memdir is not None else None
+    # globs are relative to the repository's top (as in .gitignore), else to where scan runs
+    base = os.path.abspath(top if top is not None else cwd)
+
     seen: set[str] = set()
-    for shown, full, size, named in _expand(paths):
+
+    def pruned(shown: str, full: str, folder: bool) -> bool:
+        if scanner.excluder is None:
+            return False
+        if full in seen:
+            return True  # named twice, or named and inside a folder named: listed once
+        if not scanner.excluded(shown, os.path.relpath(full, base), folder):
+            return False
+        seen.add(full)
+        return True
+
+    for shown, full, size, named in _expand(paths, pruned):
         if full in seen:
             continue
         seen.add(full)
@@ -216,8 +263,9 @@ def _read(path: str, size: int | None) -> bytes:
         os.close(fd)
 
 
-def _expand(paths: list[str]) -> Iterator[tuple[str, str, int | None, bool]]:
-    """(shown path, absolute path, size, named) of every file named or inside a folder. A
+def _expand(paths: list[str], pruned: Callable[[str, str, bool], bool]) -> Iterator[tuple[str, str, int | None, bool]]:
+    """(shown path, absolute path, size, named) of every file named or inside a folder,
+    less what ``pruned`` (``scanExclude``) leaves out — an excluded folder is not walked. A
     named pipe or device (``<(…)``, ``/dev/stdin``, a FIFO) is read like a file, its size
     unknown (None); a socket is refused — nothing named may pass unread."""
     for given in paths:
@@ -227,8 +275,10 @@ def _expand(paths: list[str]) -> Iterator[tuple[str, str, int | None, bool]]:
             raise UsageError(f"no such file or folder: {given} — check the path") from None
         except OSError as exc:
             raise UsageError(f"cannot open {given}: {exc.strerror} — check the path") from None
+        if pruned(given, os.path.abspath(given), stat.S_ISDIR(info.st_mode)):
+            continue
         if stat.S_ISDIR(info.st_mode):
-            for shown, full, size in _walk(given):
+            for shown, full, size in _walk(given, pruned):
                 yield shown, full, size, False
         elif stat.S_ISREG(info.st_mode):
             yield given, os.path.abspath(given), info.st_size, True
@@ -238,7 +288,7 @@ def _expand(paths: list[str]) -> Iterator[tuple[str, str, int | None, bool]]:
             raise UsageError(f"cannot scan {given}: not a file, folder, pipe or device — name what to scan")
 
 
-def _walk(folder: str) -> Iterator[tuple[str, str, int]]:
+def _walk(folder: str, pruned: Callable[[str, str, bool], bool]) -> Iterator[tuple[str, str, int]]:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
@@ -249,10 +299,10 @@ def _walk(folder: str) -> Iterator[tuple[str, str, int]]:
         shown = entry.path[2:] if entry.path.startswith("./") and folder == "." else entry.path
         try:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS:
-                    yield from _walk(shown)
-            elif entry.is_file(follow_symlinks=False):
-                yield shown, os.path.abspath(entry.path), entry.stat(follow_symlinks=False).st_size
+                if entry.name not in SKIP_DIRS and not pruned(shown, os.path.abspath(entry.path), True):
+                    yield from _walk(shown, pruned)
+            elif entry.is_file(follow_symlinks=False) and not pruned(shown, full := os.path.abspath(entry.path), False):
+                yield shown, full, entry.stat(follow_symlinks=False).st_size
         except OSError:
             continue
 
@@ -267,7 +317,7 @@ def scan_staged(paths: list[str], config: Config, cwd: Path) -> ScanReport:
     staged = staged_entries(cwd, paths)
     memory_prefix = config.memory_dir.strip("/") + "/"
     for entry in staged.entries:
-        if scanner.too_large(entry.path, entry.size, True):
+        if scanner.excluded(entry.path, entry.path) or scanner.too_large(entry.path, entry.size, True):
             continue
         scanner.add(entry.path, staged.read(entry), entry.path.startswith(memory_prefix), True)
     return scanner.report

@@ -194,8 +194,8 @@ def test_folders_recurse_and_skip_git_binary_and_large_files(cli: object, tmp_pa
 
 UNSCANNED = ("open-memex: error: not scanned: {path} ({why}) — a gate passes only what it read and `open-memex:allow` "
              "cannot exempt a whole file: {fix}")  # fmt: skip
-NAMED_FIX = "check it another way, then leave it out of the scan (pre-commit: the hook's `exclude:`)"
-STAGED_FIX = "check it another way, then commit it on its own with `git commit --no-verify`"
+NAMED_FIX = "check it another way, then leave it out of the scan (config `scanExclude`; pre-commit: the hook's `exclude:`)"
+STAGED_FIX = "check it another way, then list it in config `scanExclude` or commit it on its own with `git commit --no-verify`"
 
 
 def big_dump(path: Path, secret: str) -> None:
@@ -483,3 +483,114 @@ def test_staged_scan_of_an_index_libgit2_cannot_read_is_one_line(git_repo: Path,
     damaged = run("scan", "--staged", cwd=git_repo, env={"GIT_INDEX_FILE": str(broken)})
     assert damaged.rc == 1 and "cannot read the git index" in damaged.err
     assert damaged.err.count("\n") == 1 and "Traceback" not in damaged.err and "Exception ignored" not in damaged.err
+
+
+# -- scanExclude: the way a gate leaves one legitimate file out ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "folder", "excluded"),
+    [
+        ("*.sql", "dump.sql", False, True),
+        ("*.sql", "data/2026/dump.sql", False, True),  # no slash: a name at any depth
+        ("*.sql", "dump.sql.gz", False, False),
+        ("dump.sql", "data/dump.sql", False, True),
+        ("/dump.sql", "data/dump.sql", False, False),  # a leading slash anchors at the top
+        ("data/*.sql", "data/dump.sql", False, True),
+        ("data/*.sql", "data/old/dump.sql", False, False),  # * stays within one folder
+        ("data/*.sql", "other/data/dump.sql", False, False),  # a middle slash anchors too
+        ("data/**/*.sql", "data/old/2026/dump.sql", False, True),
+        ("data/**/*.sql", "data/dump.sql", False, True),  # /**/ is zero or more folders
+        ("**/fixtures", "a/b/fixtures/big.json", False, True),  # a matched folder takes its files
+        ("data/**", "data/x/y.bin", False, True),
+        ("data/**", "data", True, False),  # everything inside, not the folder itself
+        ("vendor/", "vendor/lib/x.js", False, True),
+        ("vendor/", "vendor", False, False),  # a trailing slash: folders only
+        ("vendor/", "vendor", True, True),
+        ("dump-20??.sql", "dump-2026.sql", False, True),
+        ("dump-[0-9].sql", "dump-7.sql", False, True),
+        ("dump-[!0-9].sql", "dump-7.sql", False, False),
+        ("\\*.sql", "*.sql", False, True),
+        ("\\*.sql", "x.sql", False, False),
+    ],
+)  # fmt: skip
+def test_scan_exclude_globs_read_like_gitignore(pattern: str, path: str, folder: bool, excluded: bool) -> None:
+    from openmemex.globs import Excluder
+
+    assert (Excluder([pattern]).match(path, folder=folder) == pattern) is excluded
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('["!keep.sql"]', "negation (!) is not supported"),
+        ('["ok.sql", ""]', "an empty pattern matches nothing"),
+        ('["/"]', "would exclude everything"),
+        ('["#dump"]', "starts with #"),
+        ("[5]", "expected a list of gitignore-style globs"),
+    ],
+)
+def test_scan_exclude_is_validated(cli: object, value: str, message: str) -> None:
+    result = cli("config", "set", "scanExclude", value)  # type: ignore[operator]
+    assert result.rc == 2 and message in result.err
+
+
+def test_an_invalid_scan_exclude_in_a_hand_edited_config_is_reported_and_ignored(tmp_path: Path, data_root: Path) -> None:
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "config.json").write_text('{"scanExclude": ["!x"]}')
+    (tmp_path / "app.env").write_text(f"GITHUB_TOKEN={token(31)}\n")
+    result = run("scan", "app.env", cwd=tmp_path)
+    assert result.rc == 1 and "scanExclude in" in result.err and "negation (!) is not supported" in result.err
+    assert "app.env:1:14 github-pat" in result.out  # the default (nothing excluded) applies
+
+
+def test_excluded_paths_are_left_out_and_listed(cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder scan does not walk an excluded folder, a named file is left out too, and
+    both are listed (text notes, the summary, JSON ``excluded``): a gate says what it did
+    not look at."""
+    work = tmp_path / "work"
+    (work / "fixtures" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    (work / "fixtures" / "deep" / "sample.env").write_text(f"GITHUB_TOKEN={token(32)}\n")
+    (work / "dump.sql").write_text(f"-- token {token(33)}\n")
+    (work / "app.env").write_text(f"GITHUB_TOKEN={token(34)}\n")
+    assert cli("config", "set", "scanExclude", '["fixtures/", "*.sql"]').rc == 0  # type: ignore[operator]
+    monkeypatch.setattr(shared, "_at_terminal", lambda: True)
+    result = cli("scan", ".", "dump.sql")  # type: ignore[operator]
+    assert result.rc == 1 and result.out == f"app.env:1:14 github-pat {token(34)[:4]}{'x' * 36}\n"
+    assert result.err.splitlines() == [
+        "open-memex: note: excluded dump.sql (scanExclude `*.sql`)",
+        "open-memex: note: excluded fixtures (scanExclude `fixtures/`)",
+        "open-memex: 1 possible secret in 1 of 1 file (2 excluded by scanExclude) — remove it before committing "
+        "(a deliberate example stays with `open-memex:allow` on its line); a secret already pushed must be rotated",
+    ]
+    doc = json.loads(cli("scan", "--format", "json", ".").out)  # type: ignore[operator]
+    assert doc["excluded"] == [{"path": "dump.sql", "pattern": "*.sql"}, {"path": "fixtures", "pattern": "fixtures/"}]
+    assert doc["files"] == 1
+
+
+def test_a_big_file_listed_in_scan_exclude_commits_and_the_rest_is_still_scanned(git_repo: Path) -> None:
+    """A legitimate file over 5 MB failed the native hook's gate, and the only way past was
+    ``--no-verify`` for the whole commit, the token beside it included. Listed in
+    ``scanExclude`` (anchored at the repository's top, from a subfolder too) it is left out
+    and named; the token beside it still stops the commit."""
+    install_hook(git_repo)
+    (git_repo / "data").mkdir()
+    big_dump(git_repo / "data" / "dump.sql", token(35))
+    (git_repo / "settings.py").write_text(f"GITHUB_TOKEN = '{token(36)}'\n")
+    git("add", "data/dump.sql", "settings.py", cwd=git_repo)
+    refused = commit(git_repo, "-m", "dump")
+    assert refused.returncode == 1 and "not scanned: data/dump.sql" in refused.stderr
+    assert run("config", "set", "scanExclude", '["/data/*.sql"]', cwd=git_repo).rc == 0
+    still = commit(git_repo, "-m", "dump")
+    assert still.returncode == 1 and "settings.py:1:17 github-pat" in still.stderr
+    assert "open-memex: note: excluded data/dump.sql (scanExclude `/data/*.sql`)" in still.stderr
+    assert "not scanned" not in still.stderr
+    git("rm", "-q", "--cached", "settings.py", cwd=git_repo)
+    passed = commit(git_repo, "-q", "-m", "dump")
+    assert passed.returncode == 0, passed.stderr
+    assert "excluded data/dump.sql" in passed.stderr  # git shows a hook's output: the exclusion is never silent
+    (git_repo / "data" / "more.sql").write_text(f"-- {token(37)}\n")
+    sub = git_repo / "data"
+    listed = run("scan", "more.sql", "--format", "json", cwd=sub)
+    assert json.loads(listed.out)["excluded"] == [{"path": "more.sql", "pattern": "/data/*.sql"}]

@@ -33,8 +33,8 @@ ALLOW_HINT = "a deliberate example stays with `open-memex:allow` on its line"
 # a file a gate was given but could not scan: no marker can exempt it, so the way out is to
 # check it by other means and take it out of the gate's hands
 UNSCANNED_HINT = {
-    False: "check it another way, then leave it out of the scan (pre-commit: the hook's `exclude:`)",
-    True: "check it another way, then commit it on its own with `git commit --no-verify`",
+    False: "check it another way, then leave it out of the scan (config `scanExclude`; pre-commit: the hook's `exclude:`)",
+    True: "check it another way, then list it in config `scanExclude` or commit it on its own with `git commit --no-verify`",
 }
 
 
@@ -57,6 +57,8 @@ def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") ->
               f"and `open-memex:allow` cannot exempt a whole file: {UNSCANNED_HINT[staged]}")  # fmt: skip
     for path, reason in report.unreadable:
         _note(f"{PROG}: error: cannot read {path} ({reason}) — check its permissions")
+    for path, pattern in report.excluded:
+        _note(f"{PROG}: note: excluded {path} (scanExclude `{pattern}`)")
     if format == "json":
         _json(report.to_json())
     elif format == "sarif":
@@ -70,6 +72,8 @@ def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") ->
             _line(safe(f"{leak.path}:{leak.line}:{leak.col} {leak.rule} {leak.shown}"))
     if format == "text":
         where = f"{report.files}{' staged' if staged else ''} file{'s' * (report.files != 1)}"
+        if report.excluded:
+            where += f" ({len(report.excluded)} excluded by scanExclude)"
         if report.leaks:
             count = len(report.leaks)
             _note(f"{PROG}: {count} possible secret{'s' * (count != 1)} in {report.leaked_files} of {where} — remove "
