@@ -91,6 +91,24 @@ def check_text(value: str, what: str) -> None:
         raise UsageError(f"{what} is not valid UTF-8 (character {at + 1}) — pass plain UTF-8 text")
 
 
+# What shows nothing on its own: controls (C0, DEL, C1), format characters (zero-width
+# space and joiners, bidi marks, embeddings and isolates, the BOM, tag characters), line and
+# paragraph separators, combining marks with no letter to sit on, and the letters and
+# symbols that are drawn as blanks (Hangul fillers, the blank braille pattern).
+_SHOWS_NOTHING = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
+_BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def has_visible(text: str) -> bool:
+    """Whether ``text`` holds at least one character a reader can see. A memory of zero-width
+    spaces, terminal controls or bidi marks alone is as empty as one of spaces, and is
+    refused as such: stored, it would be found by nothing and show as a blank line."""
+    return any(
+        not char.isspace() and char not in _BLANK_GLYPHS and unicodedata.category(char) not in _SHOWS_NOTHING
+        for char in text
+    )
+
+
 def normalize_ws(text: str) -> str:
     return " ".join(text.split())
 

@@ -28,7 +28,17 @@ from .model import (
 )
 from .redact import RedactResult, redact
 from .redact.engine import PRIVATE_REPLACEMENT
-from .text import build_query, check_text, content_hash, jaccard, normalize_ws, similarity_tokens
+from .text import (
+    EN_STOPWORDS,
+    build_query,
+    check_text,
+    content_hash,
+    has_cjk,
+    has_visible,
+    jaccard,
+    normalize_ws,
+    similarity_tokens,
+)
 
 NEAR_DUP = 0.8  # design §3.4
 ECHO_THRESHOLD = 0.28  # D73, inclusive
@@ -74,6 +84,12 @@ def clean(ctx: Context, text: str) -> RedactResult:
     return redact(text, ctx.config.redact_patterns)
 
 
+def _emptiness(content: str) -> str:
+    """How a text with nothing visible is empty, for the refusal: "is empty" for spaces, else
+    what it holds instead (a caller who sent ``\\u200b`` sees why it counts as nothing)."""
+    if not content.strip():
+        return "is empty"
+    return "has no visible character (only zero-width, control or bidi characters) — write the fact in words"
 
 
 def _check_choice(name: str, value: str, options: tuple[str, ...]) -> str:
@@ -105,14 +121,14 @@ def add_memory(
     target: str | None = None,
 ) -> WriteResult:
     """Redact, dedupe, write the file, then index it. ``guard_echo`` (agent tool paths)
-    refuses a rewording of a keyword/user capture from the last 10 minutes (D73)."""
+    refuses a restatement of a keyword capture from the last 10 minutes (D73, ``says_more``)."""
     _check_choice("type", type, TYPES)
     _check_choice("source", source, SOURCES)
     _check_choice("importance", importance, IMPORTANCE)
     _check_choice("role", role, ROLES)
     folder = ctx.write_folder(scope)
-    if not content.strip():
-        raise UsageError("nothing to save: the memory text is empty")
+    if not has_visible(content):  # spaces alone, or zero-width, control and bidi characters alone
+        raise UsageError(f"nothing to save: the memory text {_emptiness(content)}")
     check_tag_count(tags)
     cleaned, masked, private = clean_all(ctx, content, tags, aliases)
     body, clean_tags, clean_aliases = cleaned
@@ -147,12 +163,15 @@ def _add_locked(
         both_folders = ctx.folders("both")
         freshness.sync_folders(ctx, both_folders)
         both = [str(f.path) for f in both_folders]
+        # Only the hook's captures (source keyword): a memory the agent itself saved with
+        # source user is one of its own writes, not a sentence it could not see stored.
         echoes = [
             Similar(r[0], score, r[2][:120])
             for r in (candidates if set(both) <= set(dirs) else _candidates(ctx, body, both))
-            if r[3] in ("keyword", "user") and r[4] >= now - ECHO_WINDOW_S
-            for score in [jaccard(tokens, similarity_tokens(r[2]))]
-            if score >= ECHO_THRESHOLD
+            if r[3] == "keyword" and r[4] >= now - ECHO_WINDOW_S
+            for captured in [similarity_tokens(r[2])]
+            for score in [jaccard(tokens, captured)]
+            if score >= ECHO_THRESHOLD and not says_more(tokens, captured)
         ]
         if echoes:
             echoes.sort(key=lambda s: -s.score)
@@ -186,6 +205,29 @@ def _add_locked(
     path = store.save(memory, folder.path, new=True)
     freshness.record(ctx, [(memory, folder)])
     return WriteResult("saved", memory.id, scope, key, str(path), masked, private, similar[:MAX_SIMILAR], memory)
+
+
+# Words that frame a restatement rather than add to it ("the user prefers …", "remember: …").
+FRAMING_WORDS = frozenset({"remember", "note", "noted", "user", "users", "team"})
+
+
+def says_more(text: frozenset[str], captured: frozenset[str]) -> bool:
+    """Whether a text has a word of its own beside a capture's (its ``similarity_tokens``):
+    one that is no stopword, no framing word, and no inflection of a captured word (the
+    first five letters decide: deploys/deploy, nightly/night). D73's guard refuses only a
+    restatement — an overlap of 0.56 is also "We deploy the frontend service on Mondays"
+    after "… the backend service on Fridays", a fact the capture does not hold, and the
+    guard would tell the agent it was stored. CJK text counts its characters."""
+    stems = {_stem(word) for word in captured}
+    return any(
+        _stem(word) not in stems
+        for word in text
+        if word not in EN_STOPWORDS and word not in FRAMING_WORDS and not (has_cjk(word) and len(word) > 1)
+    )
+
+
+def _stem(word: str) -> str:
+    return word[:5]
 
 
 def check_tag_count(tags: list[str] | str | None) -> None:
@@ -312,8 +354,8 @@ def _supersede_locked(
     if type is not None:
         _check_choice("type", type, TYPES)
     _check_choice("source", source, SOURCES)
-    if not content.strip():
-        raise UsageError("nothing to save: the new memory text is empty")
+    if not has_visible(content):
+        raise UsageError(f"nothing to save: the new memory text {_emptiness(content)}")
     cleaned, masked, private = clean_all(
         ctx, content, tags if tags is not None else old.tags, aliases if aliases is not None else old.aliases
     )

@@ -297,6 +297,22 @@ def test_all_private_body_is_refused(cli, data_root: Path, text: str) -> None:  
     assert not (data_root / PERSONAL).exists() or list((data_root / PERSONAL).iterdir()) == []
 
 
+@pytest.mark.parametrize("text", ["\u200b\u200b", "\x1b\x07\x08", "\u202e\u202c\u2066", "\ufeff", "\u3164 \u2800",
+                                  "\u200d\n\u0301"])  # fmt: skip
+def test_text_with_nothing_visible_is_refused(cli, data_root: Path, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Zero-width, control and bidi characters alone are as empty as spaces: refused by add
+    and by supersede (the one write path), with the same one line."""
+    result = cli("add", text, "--scope", "personal")
+    assert result.rc == 2 and "nothing to save: the memory text has no visible character" in result.err
+    assert not (data_root / PERSONAL).exists() or list((data_root / PERSONAL).iterdir()) == []
+    memory_id = _add(cli, "a fact that stays as it is")
+    result = cli("supersede", memory_id, text)
+    assert result.rc == 2 and "nothing to save: the new memory text has no visible character" in result.err
+    assert len(list((data_root / PERSONAL).iterdir())) == 1
+    assert cli("add", "   ", "--scope", "personal").err.count("the memory text is empty") == 1
+    assert _add(cli, "\u200bvisible after a zero-width space")  # one visible character is enough
+
+
 # -- item 16 (core parts): temp files and unreadable in-repo files ------------------------
 
 

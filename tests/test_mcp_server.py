@@ -587,6 +587,24 @@ async def test_turn_echo_guard_refuses_a_reworded_capture(git_repo: Path, cli: A
         assert new.structured_content["status"] == "saved"
 
 
+async def test_turn_echo_guard_keeps_a_different_fact(git_repo: Path, cli: Any) -> None:
+    """D73 guards the hook's captures against the agent's restatement, nothing more: the
+    agent's own source=user saves are not captures, and a fact the capture does not hold
+    (overlap 0.56) is saved — the guard would tell the agent it was already stored."""
+    async with in_process() as c:
+        first = await c.call_tool("memory_add", {"content": "We deploy the backend service on Fridays", "source": "user"})
+        other = await c.call_tool("memory_add", {"content": "We deploy the frontend service on Mondays", "source": "user"})
+        assert first.structured_content["status"] == "saved"
+        assert other.structured_content["status"] == "saved", text(other)
+    captured = cli("add", "we deploy the billing service on Tuesdays", "--source", "keyword", "--json")
+    captured_id = json.loads(captured.out)["id"]
+    async with in_process() as c:
+        different = await c.call_tool("memory_add", {"content": "We deploy the search service on Thursdays"})
+        assert different.structured_content["status"] == "saved", text(different)
+        again = await c.call_tool("memory_add", {"content": "The team deploys the billing service on Tuesdays."})
+        assert again.structured_content["status"] == "refused" and captured_id in text(again)
+
+
 async def test_terminal_escapes_in_memories_are_shown_not_sent(git_repo: Path) -> None:
     async with in_process() as c:
         await c.call_tool("memory_add", {"content": "colour \x1b[31mred\x1b[0m alert text"})
