@@ -12,7 +12,7 @@ from .context import Context
 from .errors import NotFoundError, StoreBusyError, UsageError
 from .index import Folder, placeholders
 from .memfile import MemoryFileError, MemoryFileGone, read_memory
-from .model import Memory
+from .model import PERSONAL_KEY, Memory
 
 LOCATION_RANK = {"repo": 0, "outbox": 1, "personal": 2}  # the copy every command picks first
 
@@ -53,6 +53,8 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
                 raise NotFoundError(f"memory {row['id']} is unreadable ({exc}); see `open-memex doctor`") from None
             if len(rows) > 1:
                 _warn_copies(ctx, row, rows[1:])
+            if (folder.scope_key or "") not in (ctx.project.key, PERSONAL_KEY):
+                _warn_other_project(ctx, memory, folder)
             return memory, folder
         broken = _quarantined(ctx.conn, text, folders)
         if broken is not None:
@@ -74,6 +76,22 @@ def _warn_copies(ctx: Context, used: sqlite3.Row, others: list[sqlite3.Row]) -> 
     ctx.warn(
         f"id {used['id']} exists in {len(others) + 1} places; acting on {used['file_path']} ({used['location']}); "
         f"other copies: {rest} — see `open-memex doctor`"
+    )
+
+
+def _warn_other_project(ctx: Context, memory: Memory, folder: Folder) -> None:
+    """An id is found in every project's outbox (``show ID`` and ``forget ID`` take any id
+    ``inventory --scope all`` lists), so a command run in one project may read or change
+    another's draft: say so, every time, on every surface (a supersede or forget there is
+    not seen in this project's lists)."""
+    said = f"other-project:{memory.id}:{folder.path}"
+    if said in ctx.told:  # looked up twice (before and under the lock): said once
+        return
+    ctx.told.add(said)
+    name = " ".join((memory.project_name or folder.scope_key or "").split())
+    ctx.warn(
+        f"{memory.id} belongs to another project, {name} ({folder.scope_key}) — not to {ctx.project.name}, "
+        f"where this runs; acting on that project's outbox draft {memory.path}"
     )
 
 

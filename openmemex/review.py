@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from .index import Folder
 from .lookup import locate, locked
 from .memfile import MemoryFileError, read_memory
 from .model import Memory
+from .terminal import UNSAFE
+from .text import check_text
 
 LADDER = ("draft", "proposed", "approved", "published")
 
@@ -46,6 +49,30 @@ def default_reviewer(ctx: Context) -> str:
         return "unknown"
 
 
+def reviewer(ctx: Context, by: str | None) -> str:
+    """The name a review step records (``by``, else ``default_reviewer``), as it may go into
+    a file the user is told to commit: one line — ``review_history`` is a line per step, and a
+    line break in the name would forge a step of its own — and masked as review notes are
+    (D14), so a token pasted as the name never reaches the team's repository."""
+    from .write import clean
+
+    if by is None:  # git's config or the environment: made one line rather than refused
+        name = " ".join("".join(" " if _breaks_line(c) else c for c in default_reviewer(ctx)).split()) or "unknown"
+    else:
+        check_text(by, "the reviewer name (by)")
+        if any(_breaks_line(c) for c in by):
+            raise UsageError("the reviewer name (by) holds a line break or control character — give the name on one line")
+        name = " ".join(by.split())
+        if not name:
+            raise UsageError("the reviewer name (by) is empty — give a name, or leave it out to use git's user.name")
+    return clean(ctx, name).text
+
+
+def _breaks_line(char: str) -> bool:
+    """A control, line or paragraph separator, or a bidi control (``terminal.UNSAFE``)."""
+    return unicodedata.category(char) in ("Cc", "Zl", "Zp") or UNSAFE.match(char) is not None
+
+
 @dataclass
 class Transition:
     memory: Memory
@@ -61,8 +88,11 @@ class Transition:
         """``promote ID: a → b`` and the history, for every surface that shows a transition."""
         out = [f"promote {self.memory.id}: {self.old} → {self.new}"]
         for entry in self.memory.review_history:
-            out.append(f"  {entry.get('at')}  {entry.get('by')}: {entry.get('from')} → {entry.get('to')}"
-                       + (f"  ({entry['note']})" if entry.get("note") else ""))  # fmt: skip
+            # one line per step, whatever a hand-edited file holds: a line break in a name or
+            # a note would show as a step of its own
+            by, note = (" ".join(str(entry.get(k) or "").split()) for k in ("by", "note"))
+            out.append(f"  {entry.get('at')}  {by}: {entry.get('from')} → {entry.get('to')}"
+                       + (f"  ({note})" if note else ""))  # fmt: skip
         return out
 
 
@@ -73,12 +103,13 @@ def promote(ctx: Context, memory_id: str, *, reject: bool = False, resubmit: boo
         raise UsageError("--reject and --resubmit cannot be combined")
     if reject and not (note and note.strip()):
         raise UsageError("a rejection needs a reason: add --note \"why\"")
+    who = reviewer(ctx, by)
     with locked(ctx, memory_id) as (memory, folder):
-        return _promote_locked(ctx, memory, folder, reject=reject, resubmit=resubmit, note=note, by=by)
+        return _promote_locked(ctx, memory, folder, reject=reject, resubmit=resubmit, note=note, who=who)
 
 
 def _promote_locked(ctx: Context, memory: Memory, folder: Folder, *, reject: bool, resubmit: bool,
-                    note: str | None, by: str | None) -> Transition:  # fmt: skip
+                    note: str | None, who: str) -> Transition:  # fmt: skip
     if memory.scope == "personal":
         raise LifecycleError(
             f"{memory.id} is personal and never reviewed — copy it to the project with `open-memex propose {memory.id} --to project`"
@@ -100,7 +131,6 @@ def _promote_locked(ctx: Context, memory: Memory, folder: Folder, *, reject: boo
         raise LifecycleError(f"{memory.id} is published (terminal state); supersede it to change it")
     else:
         new = LADDER[LADDER.index(old) + 1]
-    who = by or default_reviewer(ctx)
     if note:
         from .write import clean
 
@@ -159,7 +189,7 @@ def propose(ctx: Context, ids: list[str], to: str = "project", local_approve: bo
         if memory.status not in ("active", "deprecated"):
             raise LifecycleError(f"{memory.id} is {memory.status}; only current memories can be proposed")
         sources.append(memory)
-    who = by or default_reviewer(ctx)
+    who = reviewer(ctx, by)
     folder = ctx.write_folder("project")
     with ctx.lock(folder.scope_key or ""):
         return _write_proposals(ctx, sources, folder, who, local_approve)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from openmemex.context import Context
+from tests.conftest import git
 
 ID = re.compile(r"\b([0-7][0-9A-HJKMNP-TV-Z]{25})\b")
 
@@ -156,6 +157,29 @@ def test_forget_hard_and_soft(cli: Any, data_root: Path) -> None:
     assert "[retracted]" in cli("list", "--include", "all").out
     assert hidden not in cli("search", "hide softly").out
     assert cli("forget", hidden).rc == 0
+
+
+def test_an_id_of_another_project_is_named_as_such(cli: Any, git_repo: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """An id reaches every project's outbox (``inventory --scope all`` lists them for
+    ``forget ID``); run in another project, every command says whose memory it acts on."""
+    first = json.loads(cli("add", "widgets runs postgres 15", "--json").out)["id"]
+    second = json.loads(cli("add", "widgets deploys from the release branch", "--json").out)["id"]
+    other = tmp_path / "gadgets"
+    other.mkdir()
+    git("init", "-q", "-b", "main", cwd=other)
+    monkeypatch.chdir(other)
+    note = "belongs to another project, widgets (project__widgets__"
+    replaced = cli("supersede", first, "widgets runs postgres 16 now", "--json")
+    assert replaced.rc == 0 and note in replaced.err and "not to gadgets, where this runs" in replaced.err
+    assert replaced.err.count(note) == 1  # looked up twice (before and under the lock), said once
+    assert json.loads(replaced.out)["scope_key"].startswith("project__widgets__")
+    forgotten = cli("forget", second)
+    assert forgotten.rc == 0 and note in forgotten.err
+    assert note in cli("show", first).err
+    own = json.loads(cli("add", "gadgets ship on Tuesdays", "--json").out)["id"]
+    mine = cli("forget", own)
+    assert mine.rc == 0 and "another project" not in mine.err
 
 
 def test_forget_reports_undeletable_file(cli: Any, data_root: Path) -> None:

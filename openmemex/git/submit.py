@@ -31,7 +31,7 @@ from ..lookup import rows_for
 from ..memfile import MemoryFileError, read_memory, serialize
 from ..model import Memory
 from ..redact import find_secrets_in_memory_file
-from ..review import apply_transition, default_reviewer
+from ..review import apply_transition, reviewer
 from .commit_hooks import HookRun
 from .repo import GITATTRIBUTES, GitRepo, check_memory_folder, ensure_gitattributes, open_repo
 
@@ -175,7 +175,7 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
             report.created_branch = _switch_to_new_branch(gitrepo, branch)
             report.branch = branch
         # 2. write the in-repo copies (removed again if no commit was made)
-        who = default_reviewer(ctx)
+        who = reviewer(ctx, None)
         created: list[Path] = []
         result: CommitResult | None = None
         try:
