@@ -58,6 +58,13 @@ class _KeyLock:
 
 
 def _busy(path: Path, wait_s: float) -> StoreBusyError:
+    said = _read_note(path) or {}
+    doing = said.get("doing")
+    if isinstance(doing, str) and doing:  # the holder said what it is doing: a slow hook is no hung process
+        return StoreBusyError(
+            f"another open-memex (pid {said.get('pid')}) is {doing} and has held the lock {path.name} for "
+            f"{wait_s:.0f} s — nothing was changed; retry once it is done"
+        )
     return StoreBusyError(
         f"another open-memex has held the write lock {path.name} for {wait_s:.0f} s — nothing was changed; "
         "retry, and check for a hung open-memex process"
@@ -150,3 +157,51 @@ def scope_lock(root: Path, keys: Iterable[str], wait_s: float = WAIT_S) -> Itera
     finally:
         for holder in reversed(held):
             holder.release()
+
+
+def submit_lane(key: str) -> str:
+    """The lock key one project's submits queue on: held for the whole submit, the
+    repository's commit hooks included, while the project's own write lock is taken only
+    around the reads and writes before and after them (``git.submit``)."""
+    return f"{key}.submit"
+
+
+def announce(root: Path, key: str, doing: str | None, ids: list[str] | None = None) -> None:
+    """Write into ``key``'s lock file, which this thread holds, what the holder is doing and
+    the memory ids it has in flight (``None``: nothing any more). A waiter that gives up
+    says it (``_busy``) instead of suspecting a hung process, and ``holder_note`` tells a
+    writer whether the memory it is about to change is one of them."""
+    holder = _holder(lock_path(root, key))
+    fd = holder.fd
+    if fd is None or holder.depth == 0:
+        raise AssertionError(f"announce on {key!r}, a lock this process does not hold")
+    import json
+
+    data = b"" if doing is None else json.dumps({"pid": os.getpid(), "doing": doing, "ids": ids or []}).encode()
+    with contextlib.suppress(OSError):  # a note that cannot be written only makes a waiter's message vaguer
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+
+
+def holder_note(root: Path, key: str) -> dict[str, object] | None:
+    """What the current holder of ``key``'s lock announced ({} when nothing), or None when
+    nobody else holds it — free, held by this thread, or left by a process that died (the
+    kernel dropped its lock; its note is stale and ignored). Never waits."""
+    holder = _holder(lock_path(root, key))
+    try:
+        holder.acquire(0.0)
+    except StoreBusyError:
+        return _read_note(holder.path) or {}
+    holder.release()
+    return None
+
+
+def _read_note(path: Path) -> dict[str, object] | None:
+    import json
+
+    try:
+        data = json.loads(path.read_bytes() or b"null")
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

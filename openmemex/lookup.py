@@ -11,6 +11,7 @@ from . import freshness
 from .context import Context
 from .errors import NotFoundError, StoreBusyError, UsageError
 from .index import Folder, placeholders
+from .locks import holder_note, submit_lane
 from .memfile import MemoryFileError, MemoryFileGone, read_memory
 from .model import PERSONAL_KEY, Memory
 
@@ -119,6 +120,26 @@ def locked(ctx: Context, memory_id: str) -> Iterator[tuple[Memory, Folder]]:
         with ctx.lock(key):
             memory, folder = locate(ctx, memory_id)
             if (folder.scope_key or "") == key:
+                _refuse_in_flight(ctx, memory, folder)
                 yield memory, folder
                 return
     raise StoreBusyError(f"memory {memory_id} keeps moving between scopes (a migrate is running?) — retry")
+
+
+def _refuse_in_flight(ctx: Context, memory: Memory, folder: Folder) -> None:
+    """A submit runs the repository's commit hooks without the project's write lock; the
+    copies it wrote for the commit (and their outbox drafts) are not to be changed until it
+    is done — a forget would answer "deleted" while the draft stays, a promote would edit a
+    file the hooks already checked. The submit names them in its lane's lock; one that died
+    holds no lock, and its leftovers are anyone's (the next submit commits them)."""
+    if folder.location == "personal" or not folder.scope_key:
+        return
+    said = holder_note(ctx.root, submit_lane(folder.scope_key))
+    if said is None:
+        return
+    in_flight = said.get("ids")
+    if isinstance(in_flight, list) and memory.id in in_flight:
+        raise StoreBusyError(
+            f"{memory.id} is being submitted by another open-memex (pid {said.get('pid')}) while the repository's "
+            "commit hooks run — nothing was changed; retry once the submit is done"
+        )

@@ -206,6 +206,123 @@ def test_a_refusing_pre_commit_hook_stops_submit(cli: Any, git_repo: Path, data_
     assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head
 
 
+def test_a_refused_submit_records_no_sync_and_names_the_cli_switch(cli: Any, git_repo: Path) -> None:
+    """A refused submit is no sync of the project (sync-status showed "last sync … (submit)"
+    for it), and the way past the hooks is named as the CLI command: the MCP tool, which
+    shows the same message, has no such switch."""
+    _hook(git_repo, "pre-commit", "exit 1\n")
+    memory = draft(cli, "a memory a refused submit does not count as synced")
+    refused = cli("submit", memory)
+    assert refused.rc == 1
+    assert "fix what it reports, then retry (`open-memex submit --no-verify` skips the hooks)" in refused.err
+    assert "pass --no-verify" not in refused.err
+    last = json.loads(cli("sync-status", "--json").out)["last_sync"]
+    assert last is None or last["kind"] != "submit"
+    assert cli("submit", memory, "--no-verify").rc == 0
+    assert json.loads(cli("sync-status", "--json").out)["last_sync"]["kind"] == "submit"
+
+
+def test_a_refused_submit_switches_back_from_its_branch(cli: Any, git_repo: Path) -> None:
+    """"Nothing was committed" leaves HEAD where it was: a branch --branch created goes
+    again, one that existed stays, a detached HEAD is detached again — else the next submit
+    (or the user's next commit) lands on the branch a failed submit switched to."""
+    _hook(git_repo, "pre-commit", 'echo "lint failed"\nexit 1\n')
+    memory = draft(cli, "a memory whose submit the team's hook refuses")
+    git("branch", "existing", cwd=git_repo)
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    for name in ("mem/new", "existing"):
+        result = cli("submit", memory, "--branch", name)
+        assert result.rc == 1 and "nothing was committed" in result.err
+        assert git("symbolic-ref", "HEAD", cwd=git_repo).strip() == "refs/heads/main"
+    assert git("branch", "--format=%(refname:short)", cwd=git_repo).split() == ["existing", "main"]
+    git("switch", "-q", "--detach", cwd=git_repo)
+    assert cli("submit", memory, "--branch", "mem/detached").rc == 1
+    assert rc_of("symbolic-ref", "-q", "HEAD", cwd=git_repo).returncode != 0  # detached again
+    assert git("rev-parse", "HEAD", cwd=git_repo).strip() == head
+    assert "mem/detached" not in git("branch", cwd=git_repo)
+    git("switch", "-q", "main", cwd=git_repo)
+    (git_repo / ".git" / "hooks" / "pre-commit").unlink()
+    result = cli("submit", memory, "--branch", "mem/new")
+    assert result.rc == 0, result.err
+    assert git("symbolic-ref", "HEAD", cwd=git_repo).strip() == "refs/heads/mem/new"
+    assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head
+
+
+def test_the_commit_hooks_run_without_the_project_write_lock(cli: Any, git_repo: Path) -> None:
+    """A slow hook (a test suite) holds up no other write of the project: an add and a forget
+    of another draft go through at once. The ids in flight are not to be changed until the
+    submit is done, and a second submit waits, then says who it waited for — not "check for a
+    hung process" (review 46)."""
+    from openmemex.context import Context
+    from openmemex.errors import StoreBusyError
+    from openmemex.git.submit import submit
+
+    started, go = git_repo / ".git" / "hook-started", git_repo / ".git" / "hook-go"
+    _hook(git_repo, "pre-commit", f'touch "{started}"\nn=0\n'
+                                  f'while [ ! -e "{go}" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done\n')  # fmt: skip
+    memory = draft(cli, "a memory whose submit waits on a slow hook")
+    other = draft(cli, "another draft of the project, forgotten meanwhile")
+    third = draft(cli, "a third draft, submitted once the first submit is done")
+    proc = subprocess.Popen([sys.executable, "-m", "openmemex", "submit", memory], cwd=git_repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        began = time.monotonic()
+        assert cli("add", "a new fact saved while the hooks run").rc == 0
+        assert cli("forget", other).rc == 0
+        assert time.monotonic() - began < 10
+        busy = cli("forget", memory)
+        assert busy.rc != 0 and f"{memory} is being submitted by another open-memex" in busy.err
+        assert "retry once the submit is done" in busy.err
+        with Context.load(git_repo) as ctx:
+            ctx.lock_wait_s = 1.0
+            with pytest.raises(StoreBusyError) as waited:
+                submit(ctx, [third])
+        assert "is submitting 1 memory to the repository, whose commit hooks are running" in str(waited.value)
+        assert "hung" not in str(waited.value)
+    finally:
+        go.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"submitted {memory} [proposed]" in out
+    assert f"{MEMDIR}/{memory}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
+    assert cli("submit", third).rc == 0
+
+
+def test_a_draft_changed_while_the_hooks_ran_stops_the_submit(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """The hooks run without the write lock, so what they saw is checked again under it: a
+    draft changed meanwhile is not committed as it was read — nothing is, nothing is left."""
+    memory = draft(cli, "a draft edited while the commit hooks run")
+    outbox = next(data_root.rglob(f"{memory}.md"))
+    _hook(git_repo, "pre-commit", f'printf "edited meanwhile\\n" >> "{outbox}"\n')
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    result = cli("submit", memory)
+    assert result.rc == 1
+    assert f"the outbox draft {memory} changed or went while the repository's commit hooks ran" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo).strip() == head
+    assert not (git_repo / MEMDIR / f"{memory}.md").exists() and outbox.read_text().endswith("edited meanwhile\n")
+
+
+def test_a_hook_that_never_ends_is_stopped(cli: Any, git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git gives hooks no time limit, but a submit holds up the project's next one: past
+    HOOK_TIMEOUT_S the hook and what it started are stopped, and nothing is committed."""
+    from openmemex.git import commit_hooks
+
+    monkeypatch.setattr(commit_hooks, "HOOK_TIMEOUT_S", 1.0)
+    _hook(git_repo, "pre-commit", "sleep 60 &\nsleep 60\n")  # the background one holds the output pipe too
+    memory = draft(cli, "a memory whose hook hangs")
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    began = time.monotonic()
+    result = cli("submit", memory)
+    assert time.monotonic() - began < 20
+    assert result.rc == 1 and "the repository's pre-commit hook ran for more than 1 s and was stopped" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo).strip() == head
+    assert not (git_repo / MEMDIR / f"{memory}.md").exists()
+
+
 def test_pre_commit_sees_only_the_submit_and_commit_msg_may_edit_the_message(cli: Any, git_repo: Path) -> None:
     (git_repo / "README.md").write_text("my unstaged edit\n")
     _hook(git_repo, "pre-commit", 'git diff --cached --name-only > "$(git rev-parse --git-dir)/seen"\n')

@@ -7,13 +7,21 @@ plus the paths being committed; ``prepare-commit-msg FILE message``; ``commit-ms
 commit; ``post-commit`` (its exit ignored). A hook's output is captured — the MCP server's
 stdout is its protocol — and its last lines name the refusal. ``--no-verify`` skips the two
 that can refuse, as it does for git.
+
+``submit`` runs them without holding the project's write lock (a team's hook may run a test
+suite), so each gets ``HOOK_TIMEOUT_S`` — far more than a check takes, and a hook that waits
+on something that never comes ends instead of holding up every later submit. Refusals name
+the CLI's ``--no-verify`` as the way past, whichever surface ran the submit: the MCP tool has
+no such switch, and skipping a team's checks is the user's call.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +35,8 @@ if TYPE_CHECKING:
     from .repo import GitRepo
 
 TAIL_LINES = 8
+HOOK_TIMEOUT_S = 600.0  # per hook; git has none, but a submit holds up the project's next one
+SKIP = "`open-memex submit --no-verify` skips the hooks"  # the way past, for every surface
 
 
 def hook_path(gitrepo: GitRepo, name: str) -> Path | None:
@@ -53,6 +63,11 @@ class HookRun:
     gitrepo: GitRepo
     verify: bool = True
 
+    def has_hooks(self) -> bool:
+        """Whether ``before`` has a hook to run."""
+        names = ("pre-commit", "prepare-commit-msg", "commit-msg") if self.verify else ("prepare-commit-msg",)
+        return any(hook_path(self.gitrepo, name) is not None for name in names)
+
     def before(self, index: pygit2.Index, message: str) -> str:
         """Run pre-commit (on ``index`` written to a temporary file), prepare-commit-msg
         and commit-msg; raise a ``MemexError`` when one refuses or pre-commit changed what
@@ -71,7 +86,7 @@ class HookRun:
                 self._run("pre-commit", hooks["pre-commit"], [], index_file)
                 if self._tree_of(index_file) != tree:
                     raise MemexError("the pre-commit hook changed what the submit commit would hold — nothing was "
-                                     "committed; run the hook's fixes yourself (or `--no-verify`), then retry")  # fmt: skip
+                                     f"committed; run the hook's fixes yourself, then retry ({SKIP})")  # fmt: skip
             message_file.write_text(message, encoding="utf-8")
             if hooks.get("prepare-commit-msg") is not None:
                 self._run("prepare-commit-msg", hooks["prepare-commit-msg"], [str(message_file), "message"], None)
@@ -80,7 +95,7 @@ class HookRun:
             text = message_file.read_text("utf-8", errors="replace")
         except OSError as exc:
             raise MemexError(f"cannot run the repository's commit hooks ({exc.strerror or exc}) — nothing was "
-                             "committed; check .git/hooks (or core.hooksPath), or pass --no-verify") from None  # fmt: skip
+                             f"committed; check .git/hooks (or core.hooksPath), then retry ({SKIP})") from None  # fmt: skip
         finally:
             index_file.unlink(missing_ok=True)
         lines = [line for line in text.splitlines() if not line.startswith("#")]
@@ -113,13 +128,44 @@ class HookRun:
         env = {**os.environ, "GIT_EDITOR": ":"}
         if index_file is not None:
             env["GIT_INDEX_FILE"] = str(index_file)
-        proc = subprocess.run([str(hook), *args], cwd=self.gitrepo.workdir, env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)  # fmt: skip
-        if check and proc.returncode != 0:
+        returncode, out = run_bounded([str(hook), *args], self.gitrepo.workdir, env, HOOK_TIMEOUT_S)
+        if returncode is None and check:
+            raise MemexError(f"the repository's {name} hook ran for more than {HOOK_TIMEOUT_S:.0f} s and was stopped — "
+                             f"nothing was committed; find out what it waits for, then retry ({SKIP})")  # fmt: skip
+        if check and returncode != 0:
             from ..terminal import safe
 
-            output = proc.stdout.decode("utf-8", errors="replace").strip().splitlines()
+            output = out.decode("utf-8", errors="replace").strip().splitlines()
             said = " | ".join(line.strip() for line in output[-TAIL_LINES:] if line.strip())
-            raise MemexError(f"the repository's {name} hook refused the submit commit (exit {proc.returncode})"
+            raise MemexError(f"the repository's {name} hook refused the submit commit (exit {returncode})"
                              + (f": {safe(said)}" if said else "")
-                             + " — nothing was committed; fix what it reports (or pass --no-verify), then retry")  # fmt: skip
+                             + f" — nothing was committed; fix what it reports, then retry ({SKIP})")  # fmt: skip
+
+
+def run_bounded(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[int | None, bytes]:
+    """Run ``argv`` with its output captured; (exit code, output), or (None, output so far)
+    when it ran past ``timeout_s``. The hook gets a process group of its own so that what it
+    started goes too (a linter left running would hold the pipe open), also when we are
+    interrupted (Ctrl-C, a cancelled tool call)."""
+    posix = sys.platform != "win32"
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=posix)  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        _stop(proc, posix)
+        out, _ = proc.communicate()
+        return None, out
+    except BaseException:
+        _stop(proc, posix)
+        proc.wait()
+        raise
+
+
+def _stop(proc: subprocess.Popen[bytes], posix: bool) -> None:
+    with contextlib.suppress(OSError):
+        if posix:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()

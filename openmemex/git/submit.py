@@ -12,6 +12,10 @@ index could not be refreshed, which is reported with the exact repair command an
 the next submit (issue 6, item 12). A rebase, cherry-pick, revert, bisect or ``git am`` in
 progress refuses the commit; during a merge the commit goes on the branch below the merge,
 which then concludes on top of it (item 14).
+
+The commit hooks run between two turns at the project's write lock, not under it (``submit``):
+what they saw is checked again before the commit. A submit that makes no commit leaves
+nothing behind — not its files, and not a ``--branch`` switch either.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..context import Context
 from ..errors import LifecycleError, MemexError, UsageError
 from ..ids import is_ulid
 from ..index import Folder
+from ..locks import announce, submit_lane
 from ..lookup import rows_for
 from ..memfile import MemoryFileError, read_memory, serialize
 from ..model import Memory
@@ -78,6 +83,7 @@ class SubmitReport:
 class CommitResult:
     sha: str
     index_refreshed: bool = True
+    made: bool = True  # False: HEAD already held every path as it is
 
 
 def _signing_required(gitrepo: GitRepo) -> bool:
@@ -85,29 +91,98 @@ def _signing_required(gitrepo: GitRepo) -> bool:
     return value in ("true", "yes", "on", "1")
 
 
+@dataclass
+class _Job:
+    """One submit between its turns at the project's write lock: what was decided and written
+    before the repository's commit hooks ran, checked again before the commit, and undone
+    when no commit follows (the files it wrote, a ``--branch`` switch)."""
+
+    report: SubmitReport = field(default_factory=lambda: SubmitReport(branch=""))
+    gitrepo: GitRepo | None = None
+    plan: list[Memory] = field(default_factory=list)
+    leftovers: list[Path] = field(default_factory=list)  # outbox copies whose repo copy already exists
+    pending: list[Path] = field(default_factory=list)  # repo copies an interrupted run wrote, never committed
+    drafts: dict[Path, bytes] = field(default_factory=dict)  # each planned outbox copy, as read
+    created: dict[Path, bytes] = field(default_factory=dict)  # each file this submit wrote, as written
+    paths: list[Path] = field(default_factory=list)  # what the commit holds
+    staged: Staged | None = None
+    message: str = ""
+    identity: tuple[pygit2.Signature, pygit2.Signature] | None = None
+    head_before: str | pygit2.Oid | None = None  # HEAD's target before --branch switched it
+    switched_at: pygit2.Oid | None = None  # the commit HEAD was on when --branch switched it
+    head_staged: tuple[object, object] | None = None  # HEAD (ref, commit) when the commit tree was built
+    committed: bool = False
+
+    def in_flight(self) -> list[str]:
+        return [memory.id for memory in self.plan] + [path.stem for path in self.pending]
+
+
 def submit(ctx: Context, ids: list[str], branch: str | None = None, allow_unsigned: bool = False,
            verify: bool = True) -> SubmitReport:  # fmt: skip
+    """Submit the outbox drafts ``ids`` (module docstring).
+
+    The project's write lock is held while the drafts are read and checked, their copies
+    written, and again while the commit is made — but not while the repository's commit
+    hooks run: a team's hook may run a test suite, and every add, forget or supersede of the
+    project (every agent's) would wait on it, then fail (review 46). Submits of one project
+    queue on a lock of their own for the whole run (``locks.submit_lane``), which names the
+    ids in flight: no other submit takes their uncommitted copies for an interrupted run's,
+    and no supersede, forget, status or promote changes them meanwhile (``lookup.locked``).
+    Under the write lock again, what the hooks saw is checked to be what is still there."""
     if not ids:
         raise UsageError("name the drafts to submit: open-memex submit ID [ID…] (see `open-memex sync-status`)")
-    # under the project's write lock: a supersede or forget of a draft cannot interleave
-    # with moving it from the outbox into the repository (docs/protocol.md, Consistency)
-    with ctx.lock(ctx.project.key):
-        return _submit_locked(ctx, ids, branch, allow_unsigned, verify)
+    lane = submit_lane(ctx.project.key)
+    with ctx.lock(lane):
+        announce(ctx.root, lane, "submitting to the repository")
+        try:
+            return _submit_in_lane(ctx, lane, ids, branch, allow_unsigned, verify)
+        finally:
+            announce(ctx.root, lane, None)
 
 
-def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsigned: bool,
-                   verify: bool = True) -> SubmitReport:  # fmt: skip
-    gitrepo = open_repo(ctx)
+def _submit_in_lane(ctx: Context, lane: str, ids: list[str], branch: str | None, allow_unsigned: bool,
+                    verify: bool) -> SubmitReport:  # fmt: skip
+    job = _Job()
+    hooks: HookRun | None = None
+    made = False
+    try:
+        # the docs' Consistency rule: a supersede or forget of a draft cannot interleave with
+        # moving it from the outbox into the repository
+        with ctx.lock(ctx.project.key):
+            _prepare(ctx, job, ids, branch, allow_unsigned)
+            if job.gitrepo is not None and job.staged is not None and not job.staged.empty:
+                hooks = HookRun(job.gitrepo, verify)
+            slow = hooks is not None and hooks.has_hooks()
+            if not slow:  # no hook to run before the commit: one turn at the lock
+                made = _finish(ctx, job, job.message)
+            else:
+                count = len(job.in_flight())
+                announce(ctx.root, lane, f"submitting {count} memor{'y' if count == 1 else 'ies'} to the repository, "
+                                         "whose commit hooks are running", job.in_flight())  # fmt: skip
+        if slow and hooks is not None and job.staged is not None:
+            message = hooks.before(job.staged.index, job.message)  # without the project's write lock
+            with ctx.lock(ctx.project.key):
+                made = _finish(ctx, job, message)
+    except BaseException:
+        _undo(ctx, job)
+        raise
+    if made and hooks is not None:
+        hooks.after()  # post-commit, its outcome ignored as git ignores it
+    return job.report
+
+
+def _prepare(ctx: Context, job: _Job, ids: list[str], branch: str | None, allow_unsigned: bool) -> None:
+    """Validate every id (all-or-nothing), then switch the branch, write the repository
+    copies and build the commit's tree — under the project's write lock."""
+    import pygit2
+
+    gitrepo = job.gitrepo = open_repo(ctx)
     _refresh_owed(gitrepo)
-    freshness.sync(ctx, "project", kind="submit")
+    freshness.sync(ctx, "project")  # a read: "last sync (submit)" is recorded once a submit went through
     folders = ctx.folders("project")
-    outbox = next(f for f in folders if f.location == "outbox")
-    repo_folder = Folder(gitrepo.memory_dir, "repo", ctx.project.key)
+    report = job.report = SubmitReport(branch=branch or gitrepo.branch or "")
+    plan, leftovers, pending = job.plan, job.leftovers, job.pending
     # 1. validate everything before touching anything (all-or-nothing)
-    plan: list[Memory] = []
-    leftovers: list[Path] = []  # outbox copies whose repo copy already exists (an interrupted run)
-    pending: list[Path] = []  # repo copies written by an interrupted run but never committed
-    report = SubmitReport(branch=branch or gitrepo.branch or "")
     for memory_id in ids:
         rows = rows_for(ctx.conn, memory_id, folders)
         if not rows:
@@ -123,7 +198,8 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
         row = next(r for r in rows if r["location"] == "outbox")
         try:
             memory = read_memory(Path(row["file_path"]), ctx.project.key)
-        except MemoryFileError as exc:
+            as_read = Path(row["file_path"]).read_bytes()
+        except (MemoryFileError, OSError) as exc:
             raise MemexError(f"{row['file_path']} is unreadable ({exc}); fix it before submitting") from None
         target = gitrepo.memory_dir / f"{memory.id}.md"
         if target.exists():
@@ -158,62 +234,142 @@ def _submit_locked(ctx: Context, ids: list[str], branch: str | None, allow_unsig
         _refuse_unsafe(ctx, str(row["file_path"]), serialize(memory), memory,
                        f"edit the draft (or `open-memex supersede {memory.id} …`) and retry")  # fmt: skip
         plan.append(memory)
-    if plan or pending:
-        check_memory_folder(gitrepo)
-        _check_repository_state(gitrepo, branch, report)
-        if _signing_required(gitrepo) and not allow_unsigned:
-            raise MemexError(
-                "commit.gpgsign is set, but open-memex commits in-process and cannot sign them; nothing was "
-                "submitted — re-run with --allow-unsigned to make an unsigned commit"
-            )
-        if gitrepo.repo.head_is_detached and branch is None:
-            raise MemexError("HEAD is detached — switch to a branch first (git switch <branch>), or pass --branch NAME")
-        if branch is not None:
-            _check_branch_name(branch)
-        identity = (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
-        if branch is not None:
-            report.created_branch = _switch_to_new_branch(gitrepo, branch)
-            report.branch = branch
-        # 2. write the in-repo copies (removed again if no commit was made)
-        who = reviewer(ctx, None)
-        created: list[Path] = []
-        result: CommitResult | None = None
-        try:
-            attributes = gitrepo.memory_dir / ".gitattributes"
-            if ensure_gitattributes(gitrepo) is not None:
-                created.append(attributes)
-            for memory in plan:
-                new_state = "approved" if memory.review_state == "approved" else "proposed"
-                apply_transition(memory, new_state, who, f"submitted to branch {report.branch}")
-                created.append(store.save(memory, gitrepo.memory_dir))
-                report.submitted.append((memory.id, new_state))
-            paths = [p for p in created if p != attributes] + pending
-            if attributes in created or _ours_uncommitted(gitrepo, attributes, report):
-                paths.append(attributes)  # ours, never committed (e.g. an interrupted first submit)
-            # 3. commit only our paths, then refresh only them in the real index
-            message = commit_message([p.stem for p in paths if p != attributes])
-            result = commit_paths(gitrepo, [gitrepo.rel(p) for p in paths], message, identity, verify)
-        except BaseException:
-            for path in created:  # once a commit holds a file, it is never deleted (item 12)
-                if result is None and not _committed(gitrepo, path):
-                    path.unlink(missing_ok=True)
-            raise
+        job.drafts[Path(row["file_path"])] = as_read
+    if not (plan or pending):
+        return
+    check_memory_folder(gitrepo)
+    _check_repository_state(gitrepo, branch, report)
+    if _signing_required(gitrepo) and not allow_unsigned:
+        raise MemexError(
+            "commit.gpgsign is set, but open-memex commits in-process and cannot sign them; nothing was "
+            "submitted — re-run with --allow-unsigned to make an unsigned commit"
+        )
+    repo = gitrepo.repo
+    if repo.head_is_detached and branch is None:
+        raise MemexError("HEAD is detached — switch to a branch first (git switch <branch>), or pass --branch NAME")
+    if branch is not None:
+        _check_branch_name(branch)
+    job.identity = (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
+    if branch is not None:
+        job.head_before = repo.references["HEAD"].target
+        at = None if repo.head_is_unborn else repo.head.peel(pygit2.Commit).id
+        report.created_branch = _switch_to_new_branch(gitrepo, branch)
+        report.branch = branch
+        if repo.references["HEAD"].target != job.head_before:
+            job.switched_at = at
+        else:
+            job.head_before = None  # already on it: nothing to switch back
+    # 2. write the in-repo copies (removed again if no commit is made)
+    who = reviewer(ctx, None)
+    attributes = gitrepo.memory_dir / ".gitattributes"
+    if ensure_gitattributes(gitrepo) is not None:
+        job.created[attributes] = attributes.read_bytes()
+    for memory in plan:
+        new_state = "approved" if memory.review_state == "approved" else "proposed"
+        apply_transition(memory, new_state, who, f"submitted to branch {report.branch}")
+        path = store.save(memory, gitrepo.memory_dir)
+        job.created[path] = path.read_bytes()
+        report.submitted.append((memory.id, new_state))
+    paths = [p for p in job.created if p != attributes] + pending
+    if attributes in job.created or _ours_uncommitted(gitrepo, attributes, report):
+        paths.append(attributes)  # ours, never committed (e.g. an interrupted first submit)
+    job.paths = paths
+    # 3. the commit's tree: HEAD plus only our paths
+    job.message = commit_message([p.stem for p in paths if p != attributes])
+    job.staged = stage_paths(gitrepo, [gitrepo.rel(p) for p in paths])
+    job.head_staged = _head_now(gitrepo)
+
+
+def _finish(ctx: Context, job: _Job, message: str) -> bool:
+    """Under the project's write lock: check that nothing the commit holds changed since the
+    tree was built (the hooks ran without the lock), commit, refresh the index, verify, and
+    only then remove the outbox copies. True when a new commit was made."""
+    report, gitrepo = job.report, job.gitrepo
+    made = False
+    if job.staged is not None and gitrepo is not None:
+        _check_unchanged(gitrepo, job)
+        result = commit_staged(gitrepo, job.staged, message, job.identity)
+        job.committed, made = True, result.made
         report.commit = result.sha
+        rels = [gitrepo.rel(p) for p in job.paths]
         if not result.index_refreshed:
             report.index_refreshed = False
-            report.repair = repair_command(gitrepo, [gitrepo.rel(p) for p in paths])
-        _verify(gitrepo, report.commit, paths)
+            report.repair = repair_command(gitrepo, rels)
+        _verify(gitrepo, report.commit, job.paths)
     # 4. only now remove the outbox copies
     gone: list[Path] = []
-    for memory in plan:
-        outbox_path = outbox.path / f"{memory.id}.md"
-        store.delete(outbox_path)
-        gone.append(outbox_path)
-    for path in leftovers:
+    for path in [*job.drafts, *job.leftovers]:
         store.delete(path)
         gone.append(path)
-    freshness.record(ctx, [(memory, repo_folder) for memory in plan], gone)
-    return report
+    repo_folder = Folder(gitrepo.memory_dir, "repo", ctx.project.key) if gitrepo is not None else None
+    freshness.record(ctx, [(memory, repo_folder) for memory in job.plan if repo_folder is not None], gone)
+    freshness.sync(ctx, "project", kind="submit")  # the "last sync … (submit)" of sync-status
+    return made
+
+
+def _head_now(gitrepo: GitRepo) -> tuple[object, object]:
+    repo = gitrepo.repo
+    return repo.references["HEAD"].target, None if repo.head_is_unborn else repo.head.target
+
+
+def _check_unchanged(gitrepo: GitRepo, job: _Job) -> None:
+    """What the commit holds is still what the tree was built from: HEAD, each path in the
+    work tree, each outbox draft. Another git command or a hand edit while the hooks ran
+    stops the submit (all-or-nothing) rather than committing what nobody checked."""
+    assert job.staged is not None
+    again = "nothing was committed; run the submit again"
+    if _head_now(gitrepo) != job.head_staged:
+        raise MemexError(f"HEAD moved while the repository's commit hooks ran (another git command) — {again}")
+    for rel, data in job.staged.data.items():
+        if _bytes_of(gitrepo.workdir / rel) != data:
+            raise MemexError(f"{rel} changed while the repository's commit hooks ran — {again}")
+    for path, data in job.drafts.items():
+        if _bytes_of(path) != data:
+            raise MemexError(f"the outbox draft {path.stem} changed or went while the repository's commit hooks ran "
+                             f"— {again}")  # fmt: skip
+
+
+def _bytes_of(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _undo(ctx: Context, job: _Job) -> None:
+    """No commit was made: remove the files this submit wrote (while they are as it wrote
+    them: an edit is someone's) and switch HEAD back where ``--branch`` found it. Without the
+    write lock — the ids are still announced in flight, so nobody else acts on these files."""
+    gitrepo = job.gitrepo
+    if gitrepo is None or job.committed:
+        return
+    for path, data in job.created.items():  # once a commit holds a file, it is never deleted (item 12)
+        if _bytes_of(path) == data and not _committed(gitrepo, path):
+            path.unlink(missing_ok=True)
+    if job.head_before is not None:
+        _switch_back(ctx, gitrepo, job)
+
+
+def _switch_back(ctx: Context, gitrepo: GitRepo, job: _Job) -> None:
+    """``--branch`` switched HEAD and no commit followed: HEAD goes back where it was, and a
+    branch this submit created is deleted while it still points where it was made — "nothing
+    was committed" must also mean the next commit lands where it would have (review 46)."""
+    import pygit2
+
+    repo = gitrepo.repo
+    name = job.report.branch
+    try:
+        if repo.references["HEAD"].target != f"refs/heads/{name}":
+            return  # switched again since: not ours to undo
+        made = repo.branches.local.get(name)
+        if made is not None and made.target != job.switched_at:
+            return  # the branch moved on: a commit is on it
+        assert job.head_before is not None
+        repo.set_head(job.head_before)
+        if job.report.created_branch and made is not None:
+            made.delete()
+    except (pygit2.GitError, OSError, KeyError) as exc:
+        ctx.warn(f"could not switch back from {name} ({exc}) — `git switch -` returns to where you were")
 
 
 IN_REVIEW = ("proposed", "approved", "rejected")  # where a submitted copy can be before its merge
@@ -309,7 +465,33 @@ def repair_command(gitrepo: GitRepo, rel_paths: list[str]) -> str:
 def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
                  identity: tuple[pygit2.Signature, pygit2.Signature] | None = None,
                  verify: bool = True) -> CommitResult:  # fmt: skip
-    """Commit exactly ``rel_paths`` (as in the work tree) on top of HEAD. Only our own files
+    """Commit exactly ``rel_paths`` (as in the work tree) on top of HEAD, the repository's
+    commit hooks around it (``stage_paths``, ``commit_staged``)."""
+    staged = stage_paths(gitrepo, rel_paths)
+    if staged.empty:
+        return commit_staged(gitrepo, staged, message, identity)
+    hooks = HookRun(gitrepo, verify)
+    message = hooks.before(staged.index, message)  # the team's pre-commit and commit-msg may refuse it
+    result = commit_staged(gitrepo, staged, message, identity)
+    hooks.after()
+    return result
+
+
+@dataclass
+class Staged:
+    """What a commit of ``rel_paths`` holds: HEAD's tree plus those files as they were read
+    (``data``), in an index of its own (the real one is never touched)."""
+
+    rel_paths: list[str]
+    index: pygit2.Index
+    tree: pygit2.Oid
+    parents: list[pygit2.Oid]
+    data: dict[str, bytes]
+    empty: bool  # HEAD already holds every path as it is: nothing to commit
+
+
+def stage_paths(gitrepo: GitRepo, rel_paths: list[str]) -> Staged:
+    """The commit's tree, built from HEAD's in a separate in-memory index. Only our own files
     are ever committed: ``<memoryDir>/<ULID>.md`` and ``<memoryDir>/.gitattributes`` — never a
     temp file a killed writer left behind, nor anything else in the folder (item 16)."""
     import pygit2
@@ -327,6 +509,7 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
         head = repo.head.peel(pygit2.Commit)
         tmp.read_tree(head.tree)
         parents = [head.id]
+    data: dict[str, bytes] = {}
     for rel in rel_paths:
         parts = rel.split("/")
         for depth in range(1, len(parts)):
@@ -334,29 +517,38 @@ def commit_paths(gitrepo: GitRepo, rel_paths: list[str], message: str,
             if prefix in tmp:  # HEAD has a file or a link where a folder of ours goes: never replaced
                 raise MemexError(f"{prefix} is a file or link in HEAD where {rel} would go — a commit would "
                                  "replace it; nothing was committed")  # fmt: skip
+        data[rel] = (gitrepo.workdir / rel).read_bytes()
         blob = repo.create_blob_fromworkdir(rel)
         tmp.add(pygit2.IndexEntry(rel, blob, pygit2.enums.FileMode.BLOB))
     tree = tmp.write_tree(repo)
-    if not unborn and tree == repo.head.peel(pygit2.Commit).tree.id:
-        return CommitResult(str(repo.head.target), _refresh_index(gitrepo, rel_paths))
+    empty = not unborn and tree == repo.head.peel(pygit2.Commit).tree.id
+    return Staged(rel_paths, tmp, tree, parents, data, empty)
+
+
+def commit_staged(gitrepo: GitRepo, staged: Staged, message: str,
+                  identity: tuple[pygit2.Signature, pygit2.Signature] | None = None) -> CommitResult:  # fmt: skip
+    """Make the commit of ``staged`` (its hooks already run), a compare-and-swap on the branch
+    tip, then refresh only its paths in the real index."""
+    import pygit2
+
+    repo = gitrepo.repo
+    rel_paths = staged.rel_paths
+    if staged.empty:
+        return CommitResult(str(repo.head.target), _refresh_index(gitrepo, rel_paths), made=False)
     author, committer = identity or (gitrepo.signature("AUTHOR"), gitrepo.signature("COMMITTER"))
-    hooks = HookRun(gitrepo, verify)
-    message = hooks.before(tmp, message)  # the team's pre-commit and commit-msg may refuse it
     # owed before the commit exists: a process killed between the commit and the index refresh
     # (kill -9, a power cut) leaves the index without our files, and the next `git commit -a`
     # would delete them; the next submit pays the debt (only where HEAD holds the work tree's file)
     _owe(gitrepo, rel_paths)
     try:
-        oid = repo.create_commit("HEAD", author, committer, message, tree, parents)
+        oid = repo.create_commit("HEAD", author, committer, message, staged.tree, staged.parents)
     except (pygit2.GitError, OSError) as exc:
         _paid(gitrepo, rel_paths)
         raise MemexError(
             f"could not commit ({exc}) — the branch moved or is locked by another git command; "
             "nothing was committed, run the command again"
         ) from None
-    result = CommitResult(str(oid), _refresh_index(gitrepo, rel_paths))
-    hooks.after()
-    return result
+    return CommitResult(str(oid), _refresh_index(gitrepo, rel_paths))
 
 
 def _refresh_index(gitrepo: GitRepo, rel_paths: list[str], attempts: int = 20) -> bool:
