@@ -209,7 +209,12 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, warn: Callable[[str], None] | None = None) -> Config:
+    """The config at ``path`` over the defaults; each invalid value is warned about (through
+    ``warn``: a Context's, so an MCP tool result carries it as a note) and replaced by its
+    default — except ``redactPatterns``, where only the invalid patterns are left out (one
+    typo turned off every pattern, and secrets they mask were stored in the clear)."""
+    _warn = warn or _warn_stderr
     user: dict[str, Any] = {}
     exists = path.is_file()
     if os.path.lexists(path) and not exists:
@@ -234,6 +239,12 @@ def load_config(path: Path) -> Config:
         name = tail or head
         if name not in node:
             continue
+        if key == "redactPatterns" and isinstance(node[name], list):
+            kept, bad = _valid_patterns(node[name])
+            for pattern, why in bad:
+                _warn(f"redactPatterns in {path}: {pattern!r} is left out ({why}); the other patterns still apply")
+            node[name] = kept
+            continue
         try:
             node[name] = check(node[name])
         except (TypeError, ValueError, OverflowError) as exc:
@@ -243,7 +254,23 @@ def load_config(path: Path) -> Config:
     return Config(values, path, exists)
 
 
-def _warn(message: str) -> None:
+def _valid_patterns(values: list[Any]) -> tuple[list[str], list[tuple[str, str]]]:
+    kept: list[str] = []
+    bad: list[tuple[str, str]] = []
+    for value in values:
+        if not isinstance(value, str):
+            bad.append((str(value), "not a string"))
+            continue
+        try:
+            re.compile(value)
+        except re.error as exc:
+            bad.append((value, f"not a valid regular expression: {exc}"))
+            continue
+        kept.append(value)
+    return kept, bad
+
+
+def _warn_stderr(message: str) -> None:
     from .terminal import safe  # values quoted from a hand-edited file
 
     print(f"open-memex: warning: {safe(message)}", file=sys.stderr)

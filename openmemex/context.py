@@ -51,7 +51,7 @@ class Context:
     def load(cls, cwd: Path | None = None, warn: Warn = warn_stderr) -> Context:
         root = paths.data_root()
         here = (cwd or Path.cwd()).absolute()
-        return cls(root, load_config(paths.config_path(root)), resolve_project(here), here, warn)
+        return cls(root, load_config(paths.config_path(root), warn), resolve_project(here), here, warn)
 
     # -- folders -------------------------------------------------------------------------
     @property

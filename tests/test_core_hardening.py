@@ -685,3 +685,19 @@ def test_a_fifth_alias_is_left_out_with_a_warning(cli, data_root: Path) -> None:
     assert "keeps at most 4 aliases: kept the first 4, not 'e5'" in result.err
     saved = read_memory(Path(json.loads(result.out)["path"]), "personal")
     assert saved.aliases == ["a1", "b2", "c3", "d4"]
+
+
+def test_one_bad_redact_pattern_leaves_the_others_on(data_root: Path) -> None:
+    """A typo in one of the user's patterns turned every pattern off: the secret they mask
+    was stored in the clear, and the warning never reached an MCP result."""
+    from openmemex.context import Context
+    from openmemex.write import add_memory
+
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "config.json").write_text(json.dumps({"redactPatterns": ["ACME-[0-9]{6}", "(typo"]}))
+    warnings: list[str] = []
+    with Context.load(warn=warnings.append) as ctx:
+        assert ctx.config.values["redactPatterns"] == ["ACME-[0-9]{6}"]
+        saved = add_memory(ctx, "the staging key is ACME-123456")
+    assert "ACME-123456" not in Path(saved.path).read_text()
+    assert any("'(typo' is left out" in w and "the other patterns still apply" in w for w in warnings), warnings
