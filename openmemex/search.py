@@ -105,9 +105,7 @@ class SearchResult:
     rule: str = ""
 
     def to_json(self) -> dict[str, object]:
-        from .echo import masked  # the caller's words repeated, a pasted token masked
-
-        return {"query": masked(self.query, 500), "hits": [h.to_json() for h in self.hits], "lanes": self.lanes}
+        return {"query": self.query, "hits": [h.to_json() for h in self.hits], "lanes": self.lanes}
 
 
 def tier(location: str, scope: str, review_state: str, status: str) -> int:

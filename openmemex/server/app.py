@@ -201,10 +201,11 @@ def build(session: Session, drafts: int | None = None) -> Any:
             from ..search import search, state_tag
 
             result = search(ctx, query, scope=scope, type=type, limit=limit)
+            data = {**result.to_json(), "query": masked(query, 500)}  # the caller's words repeated: masked, cut
             if not result.hits:
                 return (f"No memories matched \"{masked(_flat(query), 200)}\". Try other words for the same concepts, the "
                         "identifier as written, or the other language before concluding nothing is remembered."
-                        ), result.to_json(), False  # fmt: skip
+                        ), data, False  # fmt: skip
             lines = []
             for hit in result.hits:
                 kind = "personal" if hit.scope == "personal" else "project"
@@ -212,7 +213,7 @@ def build(session: Session, drafts: int | None = None) -> Any:
                 lane = f" lane={hit.lane}" if len(result.lanes) > 1 else ""  # recall receipt when vectors are on
                 lines.append(f"- [{kind}/{hit.type}]{' ' + tag if tag else ''} id={hit.id}{lane}")
                 lines.append(f"  {_flat(hit.snippet)}")
-            return "\n".join(lines), result.to_json(), False
+            return "\n".join(lines), data, False
 
         return call(render)
 
