@@ -546,6 +546,22 @@ async def test_what_a_tool_repeats_of_its_input_is_masked_and_cut(git_repo: Path
     assert missing.is_error and TOKEN not in text(missing) and len(text(missing)) < 2_200
 
 
+async def test_a_token_put_in_a_file_by_hand_never_reaches_the_agent(git_repo: Path, data_root: Path) -> None:
+    """The write path masks; a file edited by hand (or pulled) is masked again on its way out."""
+    async with in_process() as c:
+        added = await c.call_tool("memory_add", {"content": "the staging deploy uses the bot account"})
+        memory_id = added.structured_content["id"]
+        path = Path(added.structured_content["path"])
+        path.write_text(path.read_text().replace("bot account", f"bot account with {TOKEN}"))
+        found = await c.call_tool("memory_search", {"query": "staging deploy"})
+        listed = await c.call_tool("memory_list", {})
+    for result in (found, listed):
+        shown = text(result) + json.dumps(result.structured_content)
+        assert TOKEN not in shown and TOKEN[:4] + "x" * 36 in shown, shown
+        assert memory_id in shown  # ids are never taken for secrets
+    assert TOKEN in path.read_text()  # the file is the user's: reads never change it
+
+
 async def test_status_is_capped_for_the_agent(git_repo: Path) -> None:
     async with in_process() as c:
         for i in range(25):

@@ -63,14 +63,54 @@ Aliases = Annotated[list[str] | None, _field(description=(
 
 
 def _result(text: str, data: dict[str, Any], warnings: list[str], drafts: int | None = None) -> Any:
+    """A tool's answer. Memory text is masked when written, but a file edited by hand or
+    pulled from a teammate can hold a token the write path never saw: what goes back into
+    the agent's transcript is masked again here, text and structured content alike (ids kept)."""
     from mcp.types import CallToolResult, TextContent
 
     lines = [text]
     lines += [f"note: {w}" for w in warnings]
     if drafts:
         lines.append(guidance.outbox_note(drafts))
-    return CallToolResult(content=[TextContent(type="text", text=safe("\n".join(lines)))],
-                          structured_content=data, is_error=False)  # fmt: skip
+    body = safe(masked("\n".join(lines), limit=_NO_CUT))
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=_masked_doc(data),
+                          is_error=False)  # fmt: skip
+
+
+_NO_CUT = 1 << 62  # results are the tool's own size limits' business; only echoes are cut
+
+
+def _masked_doc(value: Any) -> Any:
+    """The document with secrets masked in its strings; one scan of them all first, since a
+    result with nothing to mask (nearly every one) is then left as it is."""
+    strings: list[str] = []
+    _strings(value, strings)
+    joined = "\n".join(strings)
+    if masked(joined, limit=_NO_CUT) == joined:
+        return value
+    return _mask_each(value)
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        if len(value) >= 8:
+            out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
+def _mask_each(value: Any) -> Any:
+    if isinstance(value, str):
+        return masked(value, limit=_NO_CUT) if len(value) >= 8 else value  # no secret rule matches fewer
+    if isinstance(value, dict):
+        return {k: _mask_each(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_each(v) for v in value]
+    return value
 
 
 def _failure(message: str) -> Any:
