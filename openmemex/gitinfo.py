@@ -250,3 +250,16 @@ def config_value(section: str, key: str, git_dir: Path | None = None) -> str | N
         if value is not None:
             return value
     return None
+
+
+def hook_file(git_dir: Path, workdir: Path, name: str) -> Path | None:
+    """The hook ``name`` git would run for this repository: under ``core.hooksPath`` (a
+    relative one from the work tree's top), else the common git dir's ``hooks/`` — a linked
+    worktree's hooks are the main repository's — and only an executable file, as for git.
+    libgit2 runs none: every place that must run or respect one finds it here."""
+    configured = config_value("core", "hooksPath", git_dir)
+    folder = Path(os.path.expanduser(configured)) if configured else _common_dir(git_dir) / "hooks"
+    if not folder.is_absolute():
+        folder = workdir / folder
+    hook = folder / name
+    return hook if hook.is_file() and os.access(hook, os.X_OK) else None

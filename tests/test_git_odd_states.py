@@ -362,3 +362,16 @@ def test_the_real_pre_commit_framework_runs_on_submit(cli: Any, git_repo: Path) 
     assert result.rc == 1 and "pre-commit hook refused" in result.err and "memory files need a ticket" in result.err
     assert (git_repo / "README.md").read_text() == "my unstaged edit\n"
     assert git("status", "--porcelain", cwd=git_repo).strip() == "M README.md"
+
+
+def test_a_linked_worktree_runs_the_main_repositorys_hooks(cli: Any, git_repo: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Hooks live in the common git dir; the worktree's own git dir has none (they were missed)."""
+    _hook(git_repo, "pre-commit", 'echo "pre-commit: refused in every worktree" >&2\nexit 1\n')
+    linked = git_repo.parent / "linked"
+    git("worktree", "add", "-q", "-b", "side", str(linked), cwd=git_repo)
+    monkeypatch.chdir(linked)
+    head = git("rev-parse", "HEAD", cwd=linked).strip()
+    result = cli("submit", draft(cli, "a memory submitted from a linked worktree"))
+    assert result.rc == 1 and "refused in every worktree" in result.err
+    assert git("rev-parse", "HEAD", cwd=linked).strip() == head

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MemexError
-from ..gitinfo import config_value
+from ..gitinfo import hook_file
 
 if TYPE_CHECKING:
     import pygit2
@@ -40,19 +40,9 @@ SKIP = "`open-memex submit --no-verify` skips the hooks"  # the way past, for ev
 
 
 def hook_path(gitrepo: GitRepo, name: str) -> Path | None:
-    """The hook git would run: ``core.hooksPath`` (relative: from the work tree's top), else
-    ``<common git dir>/hooks``; only an executable file counts, as for git."""
-    git_dir = Path(gitrepo.repo.path)
-    configured = config_value("core", "hooksPath", git_dir)
-    if configured:
-        folder = Path(os.path.expanduser(configured))
-        if not folder.is_absolute():
-            folder = gitrepo.workdir / folder
-    else:
-        common = Path(getattr(gitrepo.repo, "commondir", None) or git_dir)
-        folder = common / "hooks"
-    hook = folder / name
-    return hook if hook.is_file() and os.access(hook, os.X_OK) else None
+    """The hook git would run (``gitinfo.hook_file``: a linked worktree's are the main
+    repository's, which ``repo.path`` alone would have missed)."""
+    return hook_file(Path(gitrepo.repo.path), gitrepo.workdir, name)
 
 
 @dataclass

@@ -55,17 +55,14 @@ def pre_push_hook(workdir: Path) -> str | None:
     """The repository's pre-push hook when there is one git would run (``core.hooksPath``,
     else ``<common git dir>/hooks``, executable): libgit2 runs no hooks, and pushing past a
     check the team put there is not ours to decide."""
-    from ..gitinfo import config_value, discover
+    from ..gitinfo import discover, hook_file
 
     info = discover(workdir)
     if info is None:
         return None
-    configured = config_value("core", "hooksPath", info.git_dir)
-    folder = Path(os.path.expanduser(configured)) if configured else info.common_dir / "hooks"
-    if not folder.is_absolute():
-        folder = info.workdir / folder  # git resolves a relative hooksPath from the work tree's top
-    hook = folder / "pre-push"
-    return str(hook) if hook.is_file() and os.access(hook, os.X_OK) else None
+    hook = hook_file(info.git_dir, info.workdir, "pre-push")
+    return None if hook is None else str(hook)
+
 
 SERVER_HOOKS = ("pre-receive", "update", "proc-receive", "post-receive", "post-update", "reference-transaction")
 
@@ -84,14 +81,10 @@ def local_repository(url: str, workdir: Path) -> Path | None:
 
 
 def _server_hooks(repository: Path) -> list[str]:
-    from ..gitinfo import config_value
+    from ..gitinfo import hook_file
 
     git_dir = repository / ".git" if (repository / ".git").exists() else repository
-    configured = config_value("core", "hooksPath", git_dir)
-    folder = Path(os.path.expanduser(configured)) if configured else git_dir / "hooks"
-    if not folder.is_absolute():
-        folder = repository / folder
-    return [name for name in SERVER_HOOKS if (folder / name).is_file() and os.access(folder / name, os.X_OK)]
+    return [name for name in SERVER_HOOKS if hook_file(git_dir, repository, name) is not None]
 
 
 class Pygit2Transport:
