@@ -654,6 +654,7 @@ def test_a_memory_dir_that_is_not_a_string_is_refused(data_root: Path, git_repo:
     warnings: list[str] = []
     with Context.load(warn=warnings.append) as ctx:
         assert ctx.repo_dir == git_repo / ".ai" / "open-memex"
+    assert any("memoryDir must be a folder name in quotes" in w for w in warnings), warnings
 
 
 def test_a_wal_that_is_a_folder_is_named(cli, data_root: Path) -> None:  # type: ignore[no-untyped-def]
