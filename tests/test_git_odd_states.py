@@ -375,3 +375,18 @@ def test_a_linked_worktree_runs_the_main_repositorys_hooks(cli: Any, git_repo: P
     result = cli("submit", draft(cli, "a memory submitted from a linked worktree"))
     assert result.rc == 1 and "refused in every worktree" in result.err
     assert git("rev-parse", "HEAD", cwd=linked).strip() == head
+
+
+def test_a_temporary_index_a_killed_submit_left_is_removed(cli: Any, git_repo: Path) -> None:
+    """kill -9 during the hooks skips the cleanup: the next submit with hooks removes the
+    orphans of processes that are gone (one of a live process stays)."""
+    _hook(git_repo, "pre-commit", "exit 0\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = git_repo / ".git" / f"open-memex-index.{dead.pid}"
+    alive = git_repo / ".git" / f"open-memex-index.{os.getppid()}"
+    orphan.write_bytes(b"DIRC")
+    alive.write_bytes(b"DIRC")
+    assert cli("submit", draft(cli, "a submit after a killed one")).rc == 0
+    assert not orphan.exists() and alive.exists()
+    alive.unlink()

@@ -45,6 +45,21 @@ def hook_path(gitrepo: GitRepo, name: str) -> Path | None:
     return hook_file(Path(gitrepo.repo.path), gitrepo.workdir, name)
 
 
+def _remove_orphans(git_dir: Path) -> None:
+    """Temporary indexes a submit killed during its hooks left (``kill -9`` skips the
+    ``finally`` that removes them): those of processes that no longer run."""
+    for path in git_dir.glob("open-memex-index.*"):
+        pid = path.suffix.lstrip(".")
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except (PermissionError, OSError, OverflowError):
+            continue  # alive under another user, or not ours to judge
+
+
 @dataclass
 class HookRun:
     """The hooks of one commit: ``before`` runs the refusing ones and returns the message
@@ -67,6 +82,7 @@ class HookRun:
         if not any(hooks.values()):
             return message
         git_dir = Path(self.gitrepo.repo.path)
+        _remove_orphans(git_dir)
         index_file = git_dir / f"open-memex-index.{os.getpid()}"
         message_file = git_dir / "COMMIT_EDITMSG"
         try:
