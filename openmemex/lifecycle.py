@@ -26,8 +26,8 @@ from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .ids import now_rfc3339
 from .index import Folder, placeholders
-from .lookup import locked, rows_for
-from .memfile import MemoryFileError, read_memory
+from .lookup import locked, quarantined, rows_for
+from .memfile import MemoryFileError, MemoryFileGone, read_memory
 from .model import STATUSES, Memory
 
 
@@ -109,10 +109,11 @@ class Forgotten:
     in_repo: bool
     already: bool = False
     relinked: list[str] = field(default_factory=list)  # neighbours whose chain pointers changed
+    copies: list[Path] = field(default_factory=list)  # the same id's other files, deleted with it
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "path": str(self.path), "soft": self.soft, "already": self.already,
-                "in_repo": self.in_repo, "relinked": self.relinked}  # fmt: skip
+                "in_repo": self.in_repo, "relinked": self.relinked, "copies": [str(p) for p in self.copies]}  # fmt: skip
 
 
 def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
@@ -143,11 +144,47 @@ def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
             # the forget (middle: its neighbours already point past it) — never a dangling
             # pointer or a second head.
             relinked = _close_chain(ctx, prev, nxt, journal)
+            copies = _other_copies(ctx, memory, folder)
             _delete(ctx, memory, folder, journal)
+            for other, where in copies:
+                _delete(ctx, other, where, journal)
         except MemexError:
             _roll_back(ctx, journal)
             raise
-        return Forgotten(memory.id, memory.path, False, in_repo, relinked=relinked)
+        gone = [other.path for other, _ in copies if other.path is not None]
+        return Forgotten(memory.id, memory.path, False, in_repo, relinked=relinked, copies=gone)
+
+
+SUBMIT_PAIR = ("outbox", "repo")  # the two folders one submit moves a project memory between
+
+
+def _other_copies(ctx: Context, memory: Memory, folder: Folder) -> list[tuple[Memory, Folder]]:
+    """The same id in the scope's other folders: the outbox draft beside the repository copy
+    a submit wrote (killed before its commit, or after it and before removing the draft). A
+    hard forget deletes them too — left behind, the next submit would commit the draft again."""
+    found: list[tuple[Memory, Folder]] = []
+    if folder.location not in SUBMIT_PAIR or not folder.scope_key:
+        return found  # a copy in another scope is another memory's file (doctor reports it)
+    for where in key_folders(ctx, folder.scope_key):
+        if where.path == folder.path or where.location not in SUBMIT_PAIR:
+            continue
+        for row in rows_for(ctx.conn, memory.id, [where]):
+            path = Path(row["file_path"])
+            try:
+                found.append((read_memory(path, where.scope_key), where))
+            except MemoryFileGone:
+                continue
+            except (MemoryFileError, OSError) as exc:
+                raise _unreadable_copy(memory.id, path, str(exc)) from None
+        broken = quarantined(ctx.conn, memory.id, [where])
+        if broken is not None:
+            raise _unreadable_copy(memory.id, Path(broken[0]), broken[1])
+    return found
+
+
+def _unreadable_copy(memory_id: str, path: Path, why: str) -> MemexError:
+    return MemexError(f"{memory_id} also has a copy at {path} that cannot be read ({why}) — nothing was deleted; "
+                      "fix or remove that file, then retry")  # fmt: skip
 
 
 def _delete(ctx: Context, memory: Memory, folder: Folder, journal: list[tuple[Memory, Folder]]) -> None:

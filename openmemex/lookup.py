@@ -57,7 +57,7 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
             if (folder.scope_key or "") not in (ctx.project.key, PERSONAL_KEY):
                 _warn_other_project(ctx, memory, folder)
             return memory, folder
-        broken = _quarantined(ctx.conn, text, folders)
+        broken = quarantined(ctx.conn, text, folders)
         if broken is not None:
             raise NotFoundError(
                 f"memory {Path(broken[0]).stem} cannot be read: {broken[1]} ({broken[0]}) — fix the file by hand; "
@@ -73,6 +73,8 @@ def _warn_copies(ctx: Context, used: sqlite3.Row, others: list[sqlite3.Row]) -> 
     said = f"copies:{used['id']}:{used['file_path']}"
     if said in ctx.told:  # a command that looks the id up twice (before and under its lock) says it once
         return
+    if _submitting(ctx, str(used["scope_key"] or ""), str(used["id"])) is not None:
+        return  # a live submit's copies, not a duplicate: a change is refused with that reason
     ctx.told.add(said)
     ctx.warn(
         f"id {used['id']} exists in {len(others) + 1} places; acting on {used['file_path']} ({used['location']}); "
@@ -96,7 +98,7 @@ def _warn_other_project(ctx: Context, memory: Memory, folder: Folder) -> None:
     )
 
 
-def _quarantined(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) -> tuple[str, str] | None:
+def quarantined(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) -> tuple[str, str] | None:
     """A file named for this id that the index could not read, and why."""
     dirs = [str(f.path) for f in folders]
     needle = memory_id.upper()
@@ -134,12 +136,18 @@ def _refuse_in_flight(ctx: Context, memory: Memory, folder: Folder) -> None:
     holds no lock, and its leftovers are anyone's (the next submit commits them)."""
     if folder.location == "personal" or not folder.scope_key:
         return
-    said = holder_note(ctx.root, submit_lane(folder.scope_key))
-    if said is None:
-        return
-    in_flight = said.get("ids")
-    if isinstance(in_flight, list) and memory.id in in_flight:
+    said = _submitting(ctx, folder.scope_key, memory.id)
+    if said is not None:
         raise StoreBusyError(
             f"{memory.id} is being submitted by another open-memex (pid {said.get('pid')}) while the repository's "
             "commit hooks run — nothing was changed; retry once the submit is done"
         )
+
+
+def _submitting(ctx: Context, key: str, memory_id: str) -> dict[str, object] | None:
+    """What a live submit of project ``key`` announced, when ``memory_id`` is in flight in it."""
+    if not key or key == PERSONAL_KEY:
+        return None
+    said = holder_note(ctx.root, submit_lane(key))
+    in_flight = said.get("ids") if said else None
+    return said if isinstance(in_flight, list) and memory_id in in_flight else None

@@ -277,6 +277,7 @@ def test_the_commit_hooks_run_without_the_project_write_lock(cli: Any, git_repo:
         busy = cli("forget", memory)
         assert busy.rc != 0 and f"{memory} is being submitted by another open-memex" in busy.err
         assert "retry once the submit is done" in busy.err
+        assert "places" not in busy.err  # its copies are in flight, not duplicates to see doctor about
         with Context.load(git_repo) as ctx:
             ctx.lock_wait_s = 1.0
             with pytest.raises(StoreBusyError) as waited:

@@ -158,6 +158,45 @@ def test_rerun_after_an_interrupted_submit(cli: Any, git_repo: Path, data_root: 
     assert git("status", "--porcelain", cwd=git_repo).strip() == ""
 
 
+@pytest.mark.parametrize("committed", [False, True])
+def test_forget_after_an_interrupted_submit_deletes_every_copy(cli: Any, git_repo: Path, data_root: Path,
+                                                              committed: bool) -> None:  # fmt: skip
+    """A submit killed before its commit (or after it, before removing the draft) leaves the
+    repository copy beside the outbox draft. ``forget`` deleted only the copy it acted on and
+    answered "deleted", and the next submit committed the draft — the forgotten text in git."""
+    memory = draft(cli, "a fact the user forgets after an interrupted submit")
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    if committed:
+        git("add", ".ai", cwd=git_repo)
+        git("commit", "-q", "-m", "submitted, then killed before the draft was removed", cwd=git_repo)
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    gone = cli("forget", memory, "--json")
+    assert gone.rc == 0, gone.err
+    assert json.loads(gone.out)["copies"] == [str(outbox_file)]
+    assert not target.exists() and not outbox_file.exists()
+    again = cli("submit", memory)
+    assert again.rc == 1 and "no project memory" in again.err
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head
+    assert cli("show", memory).rc != 0
+
+
+def test_a_hard_forget_keeps_every_copy_when_one_cannot_go(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """All copies or none: an unreadable second copy stops the forget before any file goes."""
+    memory = draft(cli, "a draft whose repository copy is damaged")
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    assert cli("list").rc == 0  # the index sees both copies
+    outbox_file.write_bytes(b"---\nnot: [closed\n---\nbroken\n")
+    result = cli("forget", memory)
+    assert result.rc == 1 and "cannot be read" in result.err and "nothing was deleted" in result.err
+    assert target.exists() and outbox_file.exists()
+
+
 @pytest.mark.parametrize("edit", ["secret", "personal", "private", "published"])
 def test_a_leftover_repo_copy_is_checked_as_a_draft_is(cli: Any, git_repo: Path, data_root: Path, edit: str) -> None:
     """The repo copy an interrupted submit left is committed by the re-run: edited by hand

@@ -261,6 +261,8 @@ def forget(memory_id: str, /, *, soft: Flag = False, json: Flag = False) -> int:
             note("the retraction is a local edit of a repository file: commit and push it — until then the team still sees it")
     else:
         out(f"deleted {gone.id}")
+        for path in gone.copies:
+            note(f"its other copy went too: {path}")
         if gone.in_repo:
             note("the file was in the repository: commit the deletion so the team's copy goes too")
     if gone.relinked:

@@ -314,6 +314,8 @@ def build(session: Session, drafts: int | None = None) -> Any:
                     text += " The retraction is a local edit of a repository file: it reaches the team only once committed and pushed."
             else:
                 text = f"Deleted {gone.id}."
+                if gone.copies:
+                    text += f" Its other copy went too: {', '.join(str(p) for p in gone.copies)}."
                 if gone.in_repo:
                     text += " The file was in the repository: commit the deletion so the team's copy goes too."
             if gone.relinked:
