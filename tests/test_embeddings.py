@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from openmemex import paths
+from tests.conftest import run_process
 
 
 def _search(cli: Any, *args: str) -> dict[str, Any]:
@@ -286,3 +287,74 @@ def test_the_lane_module_imports_where_python_has_no_fork() -> None:
     code = "import os, openmemex.index, openmemex.search; del os.register_at_fork; import openmemex.embeddings; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_a_damaged_vector_is_computed_again_not_a_crash(cli: Any, data_root: Path) -> None:
+    """The vectors table is a cache: a row cut short (or one an earlier model of this name
+    made) crashed every lane search with a numpy reshape error, and reindex kept the row."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    assert cli("add", "The kitten sleeps on the sofa all afternoon.").rc == 0
+    assert cli("add", "Deploys to production need a manual Argo CD sync.").rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    assert _search(cli, "cat nap couch")["hits"][0]["lane"] == "vector"
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        with db:
+            hashes = [r[0] for r in db.execute("SELECT content_hash FROM vectors ORDER BY content_hash")]
+            db.execute("UPDATE vectors SET vec = substr(vec, 1, 281) WHERE content_hash = ?", (hashes[0],))
+            db.execute("UPDATE vectors SET vec = ? WHERE content_hash = ?", (b"\xff" * 1024, hashes[1]))  # NaNs
+    finally:
+        db.close()
+    fresh = run_process("search", "cat nap couch", "--json", "--limit", "10")  # a new process reads the table
+    assert fresh.rc == 0, fresh.err
+    hits = json.loads(fresh.out)["hits"]
+    assert hits and hits[0]["snippet"].startswith("The kitten") and hits[0]["lane"] == "vector"
+    db = sqlite3.connect(paths.index_path(data_root))
+    try:
+        lengths = {h: n for h, n in db.execute("SELECT content_hash, length(vec) FROM vectors")}
+        assert lengths[hashes[0]] == 1024  # computed again
+        assert lengths[hashes[1]] == 1024
+        assert db.execute("SELECT vec FROM vectors WHERE content_hash = ?", (hashes[1],)).fetchone()[0] != b"\xff" * 1024
+    finally:
+        db.close()
+
+
+def test_a_download_cut_short_is_never_installed(cli: Any, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that announces 50 MB and closes after a few KB: the prefix was renamed into
+    place as the model, and the next search blamed a damaged model. Temporary files of
+    downloads whose process is gone (killed mid-way) are removed by the next download."""
+    import http.server
+    import subprocess
+    import threading
+
+    class Cut(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(50_000_000))
+            self.end_headers()
+            self.wfile.write(b"\0" * 4096)
+            self.wfile.flush()
+            self.close_connection = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    folder = data_root / "models" / "multilingual-e5-small"
+    folder.mkdir(parents=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = folder / f".model.onnx.{int(gone.stdout)}.part"
+    stale.write_bytes(b"\0" * 1000)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Cut)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("OPEN_MEMEX_MODELS_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+        assert cli("add", "Deploys need a manual sync.").rc == 0
+        assert cli("config", "set", "embeddings", "multilingual-e5-small").rc == 0
+        result = cli("search", "deploys")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.rc == 1 and "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
+    assert "cannot download the embeddings model" in result.err and "stopped at 4,096 of 50,000,000 bytes" in result.err
+    assert list(folder.iterdir()) == []  # no cut model in place, no temporary file left, the stale one swept

@@ -120,17 +120,22 @@ def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
     with transaction(conn):
         conn.execute(_SCHEMA)
     only_latin = "" if prov.multilingual else " AND m.cjk = 0"
+    # a vector of the wrong size (a damaged row, or one an earlier model of this name made)
+    # counts as missing: it is computed again and replaces the stored one
     missing = conn.execute(
         "SELECT m.content_hash, min(m.content) FROM memories m "
         f"WHERE m.status NOT IN ('retracted', 'archived'){only_latin} AND NOT EXISTS "
-        "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.content_hash = m.content_hash) GROUP BY m.content_hash",
-        (prov.name,),
+        "(SELECT 1 FROM vectors v WHERE v.model = ? AND v.content_hash = m.content_hash AND length(v.vec) = ?) "
+        "GROUP BY m.content_hash",
+        (prov.name, 4 * prov.dim),
     ).fetchall()
     show = ctx.progress if ctx.progress is not None and len(missing) >= 200 else None
     done = 0
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
         vectors = prov.embed_documents([str(r[1]) for r in batch])
+        if vectors.ndim != 2 or vectors.shape != (len(batch), prov.dim):
+            raise wrong_model(prov, vectors.shape[-1] if vectors.ndim else 0)
         with transaction(conn):
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors(model, content_hash, vec) VALUES (?, ?, ?)",
@@ -153,21 +158,43 @@ def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
         return cached
     if refresh(ctx, prov):
         key = _state(ctx, prov.name)
-    only_latin = "" if prov.multilingual else " AND m.cjk = 0"  # a Latin-only model reads no Chinese
-    rows = conn.execute(
-        "SELECT m.rowid, m.dir, m.type, v.vec FROM memories m JOIN vectors v "
-        f"ON v.model = ? AND v.content_hash = m.content_hash WHERE m.status NOT IN ('retracted', 'archived'){only_latin}",
-        (prov.name,),
-    ).fetchall()
+    rows, matrix = _read_vectors(ctx, prov)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all() and not private:  # damaged rows of the right size: dropped and computed again
+        with transaction(conn):
+            conn.executemany("DELETE FROM vectors WHERE model = ? AND content_hash = ?",
+                             [(prov.name, rows[int(i)][4]) for i in np.flatnonzero(~finite)])  # fmt: skip
+        refresh(ctx, prov)
+        key = _state(ctx, prov.name)
+        rows, matrix = _read_vectors(ctx, prov)
+        finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():  # still (the model itself gave them): left out, their memories keep bm25
+        kept = np.flatnonzero(finite)
+        rows = [rows[int(i)] for i in kept]
+        matrix = matrix[kept]
     dirs = sorted({str(r[1]) for r in rows})
     where = {d: i for i, d in enumerate(dirs)}
-    matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), prov.dim) if rows \
-        else np.zeros((0, prov.dim), dtype=np.float32)  # fmt: skip
     cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
                    np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
     if not private:
         _caches[prov.name] = cache
     return cache
+
+
+def _read_vectors(ctx: Context, prov: EmbeddingProvider) -> tuple[list[Any], Matrix]:
+    """The visible memories' vectors of the model's size (rowid, dir, type, vec, hash), as rows and a matrix."""
+    import numpy as np
+
+    only_latin = "" if prov.multilingual else " AND m.cjk = 0"  # a Latin-only model reads no Chinese
+    rows = ctx.conn.execute(
+        "SELECT m.rowid, m.dir, m.type, v.vec, v.content_hash FROM memories m JOIN vectors v "
+        "ON v.model = ? AND v.content_hash = m.content_hash AND length(v.vec) = ? "
+        f"WHERE m.status NOT IN ('retracted', 'archived'){only_latin}",
+        (prov.name, 4 * prov.dim),
+    ).fetchall()
+    matrix: Matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), prov.dim) \
+        if rows else np.zeros((0, prov.dim), dtype=np.float32)  # fmt: skip
+    return rows, matrix
 
 
 def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], type: str | None,
@@ -203,10 +230,22 @@ def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | Non
     return wait
 
 
+def wrong_model(prov: EmbeddingProvider, dim: int) -> MemexError:
+    """Vectors of another size than the model's: its files are some other model's."""
+    where = getattr(prov, "folder", None)
+    fix = f"delete {where} and search again to download it anew" if where is not None else \
+        "reinstall it: " + INSTALL_HINT  # fmt: skip
+    return MemexError(f"the embeddings model {prov.name} gave {dim}-dimension vectors, not {prov.dim} — its files are "
+                      f"another model's; {fix} (or search with --no-embeddings)")  # fmt: skip
+
+
 def _nearest(prov: EmbeddingProvider, query: str, rowids: Any, columns: Any, count: int) -> list[tuple[int, float]]:
     import numpy as np
 
-    sims = prov.embed_query(query).astype(np.float32) @ columns
+    vector = prov.embed_query(query)
+    if vector.shape != (prov.dim,):
+        raise wrong_model(prov, vector.shape[-1] if vector.ndim else 0)
+    sims = vector.astype(np.float32) @ columns
     top = np.argpartition(-sims, count - 1)[:count]
     top = top[np.argsort(-sims[top])]
     return [(int(rowids[i]), float(sims[i])) for i in top]

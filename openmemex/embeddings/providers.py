@@ -10,6 +10,7 @@ loader looks for the tokenizer in the wrong folder and then tries to download it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -89,6 +90,7 @@ def download(url: str, dest: Path, progress: Progress | None = None) -> None:
     """Fetch ``url`` to ``dest`` through a temporary file (never a half file in place),
     showing progress; any network failure is one line naming what to do offline."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_parts(dest)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, tmp.open("wb") as out:
@@ -99,6 +101,8 @@ def download(url: str, dest: Path, progress: Progress | None = None) -> None:
                 done += len(chunk)
                 if progress is not None:
                     progress(done, total or done)
+            if total and done != total:  # the server closed early: never a cut file in place
+                raise ValueError(f"the download stopped at {done:,} of {total:,} bytes")
         os.replace(tmp, dest)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
@@ -108,6 +112,29 @@ def download(url: str, dest: Path, progress: Progress | None = None) -> None:
             f"fetch {url} to {dest} by hand, or use the model that ships in its wheel: "
             "open-memex config set embeddings wordllama (or off)"
         ) from None
+
+
+def _sweep_parts(dest: Path) -> None:
+    """Remove the temporary files of downloads whose process is gone (killed mid-way): a
+    model is hundreds of MB, and nothing else would ever remove them."""
+    for part in dest.parent.glob(f".{dest.name}.*.part"):
+        pid = part.name[len(dest.name) + 2 : -len(".part")]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            part.unlink()
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process, or a platform that cannot tell: keep its file
+    return True
 
 
 def _stderr_bar(label: str) -> Progress:
