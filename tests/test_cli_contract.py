@@ -186,7 +186,7 @@ def test_status_and_forget_json(cli: Any) -> None:
         first, "active", "deprecated", True, False)  # fmt: skip
     assert one_json(cli("status", first, "deprecated", "--json"))["changed"] is False
     soft = one_json(cli("forget", first, "--soft", "--json"))
-    assert set(soft) == {"id", "path", "soft", "already", "in_repo", "relinked"}
+    assert set(soft) == {"id", "path", "soft", "already", "in_repo", "relinked", "copies"}
     assert (soft["soft"], soft["already"]) == (True, False)
     assert one_json(cli("forget", first, "--soft", "--json"))["already"] is True
     hard = one_json(cli("forget", second, "--json"))
