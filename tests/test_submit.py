@@ -266,3 +266,111 @@ def test_invalid_branch_name(cli: Any, git_repo: Path) -> None:
     result = cli("submit", draft(cli, "branch names are checked"), "--branch", "a..b")
     assert result.rc == 2 and "not a valid branch name" in result.err
     assert not (git_repo / ".ai").exists()
+
+
+def supersede_submitted(cli: Any, git_repo: Path) -> tuple[str, str, Path, Path]:
+    """A committed repository memory A, superseded: B written into the folder, A rewritten."""
+    old = draft(cli, "the cache layer keeps entries for ten minutes")
+    assert cli("submit", old).rc == 0
+    result = cli("supersede", old, "the cache layer keeps entries for five minutes")
+    assert result.rc == 0, result.err
+    new = next(m for m in ID.findall(result.out) if m != old)
+    folder = git_repo / ".ai" / "open-memex"
+    return old, new, folder / f"{old}.md", folder / f"{new}.md"
+
+
+def test_submit_after_supersede_commits_the_replacement_and_the_pointer(cli: Any, git_repo: Path) -> None:
+    """`supersede` of a committed memory writes its replacement into the repository folder
+    and the pointer into the old file; `submit <new>` answered "already in the repository …
+    nothing new to commit" and left both uncommitted (review 50, item 8)."""
+    old, new, _, new_file = supersede_submitted(cli, git_repo)
+    head = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    result = cli("submit", new)
+    assert result.rc == 0, result.err
+    assert f"committed {new} (in the repository folder, never committed)" in result.out
+    assert f"committed {old} (superseded by {new})" in result.out and "next: open-memex push" in result.out
+    assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head
+    files = git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split()
+    assert sorted(files) == sorted([f".ai/open-memex/{old}.md", f".ai/open-memex/{new}.md"])
+    assert git("status", "--porcelain", cwd=git_repo).strip() == ""
+    assert git("show", f"HEAD:.ai/open-memex/{new}.md", cwd=git_repo) == new_file.read_text()
+    assert f"superseded_by: {new}" in git("show", f"HEAD:.ai/open-memex/{old}.md", cwd=git_repo)
+    assert cli("check").rc == 0
+    again = cli("submit", new, "--json")  # committed and unchanged: already there
+    assert again.rc == 0 and json.loads(again.out)["already"] == [new] and json.loads(again.out)["commit"] is None
+    assert git("rev-parse", "HEAD~1", cwd=git_repo).strip() == head
+
+
+def test_the_command_check_names_for_a_missing_replacement_commits_it(cli: Any, git_repo: Path) -> None:
+    """After `git commit -a` (the pointer committed, the replacement left out) `check` names
+    `submit <new>` as the fix: it must commit the file."""
+    _, new, _, _ = supersede_submitted(cli, git_repo)
+    git("commit", "-qam", "the pointer only", cwd=git_repo)
+    broken = cli("check")
+    assert broken.rc == 1 and f"submit {new}" in broken.out + broken.err
+    result = cli("submit", new)
+    assert result.rc == 0, result.err
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split() == [f".ai/open-memex/{new}.md"]
+    assert git("status", "--porcelain", cwd=git_repo).strip() == ""
+    assert cli("check").rc == 0
+
+
+@pytest.mark.parametrize("change", ["edited", "staged"])
+def test_submit_after_supersede_never_commits_the_users_change_to_the_old_file(cli: Any, git_repo: Path,
+                                                                              change: str) -> None:  # fmt: skip
+    """The replaced memory joins the commit only when its sole change is the supersede pointer
+    and nothing else of it is staged; a change of the user's stays theirs, and is named."""
+    old, new, old_file, _ = supersede_submitted(cli, git_repo)
+    if change == "edited":
+        old_file.write_text(old_file.read_text().replace("ten minutes", "ten minutes (hand note)"))
+    else:
+        text = old_file.read_text()
+        old_file.write_text(text.replace("ten minutes", "twelve minutes"))
+        git("add", str(old_file), cwd=git_repo)
+        old_file.write_text(text)
+    left = old_file.read_text()
+    result = cli("submit", new)
+    assert result.rc == 0, result.err
+    assert f"(which {new} replaces) has changes besides its supersede pointer" in result.err
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split() == [f".ai/open-memex/{new}.md"]
+    assert old_file.read_text() == left
+    assert git("diff", "--cached", "--name-only", cwd=git_repo).strip() == ("" if change == "edited" else f".ai/open-memex/{old}.md")
+
+
+@pytest.mark.parametrize("edit", ["secret", "private", "published"])
+def test_a_repository_copy_never_committed_is_checked_as_a_draft_is(cli: Any, git_repo: Path, edit: str) -> None:
+    _, new, old_file, new_file = supersede_submitted(cli, git_repo)
+    text = new_file.read_text()
+    new_file.write_text({"secret": text.replace("tags: []", "tags:\n- ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5"),
+                         "private": text.replace("visibility: internal", "visibility: private"),
+                         "published": text.replace("review_state: proposed", "review_state: published")}[edit])  # fmt: skip
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    result = cli("submit", new)
+    assert result.rc == 1 and "nothing was submitted" in result.err, result.out
+    assert {"secret": "possible secret", "private": "visibility: private",
+            "published": "is published, which no review step"}[edit] in result.err  # fmt: skip
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head
+    assert git("status", "--porcelain", cwd=git_repo).split("\n")[0].strip() == f"M .ai/open-memex/{old_file.name}"
+
+
+def test_submitting_the_superseded_memory_names_its_uncommitted_replacement(cli: Any, git_repo: Path) -> None:
+    old, new, _, _ = supersede_submitted(cli, git_repo)
+    result = cli("submit", old)
+    assert result.rc == 0, result.err
+    assert f"committed {old} (superseded by {new})" in result.out
+    assert f"submit it too: open-memex submit {new}" in result.err
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=git_repo).split() == [f".ai/open-memex/{old}.md"]
+    assert cli("submit", new).rc == 0 and cli("check").rc == 0
+
+
+def test_submit_commits_a_repository_memory_changed_since_its_commit(cli: Any, git_repo: Path) -> None:
+    """HEAD holds the memory, but not as it is now (a `promote` on the review branch): the named
+    memory is committed as it is, after the checks a draft gets."""
+    memory = draft(cli, "the deploy job needs the VPN")
+    assert cli("submit", memory).rc == 0
+    assert cli("promote", memory, "--by", "bo").rc == 0
+    result = cli("submit", memory)
+    assert result.rc == 0, result.err
+    assert f"committed {memory} (in the repository folder, changed since its last commit)" in result.out
+    assert "review_state: approved" in git("show", f"HEAD:.ai/open-memex/{memory}.md", cwd=git_repo)
+    assert git("status", "--porcelain", cwd=git_repo).strip() == ""

@@ -1,5 +1,8 @@
 """``submit``: outbox drafts → ``<memoryDir>/`` as ``proposed``, one commit on the current
-branch containing only those files (D26, D36; notes/git-and-pygit2.md §2.3).
+branch containing only those files (D26, D36; notes/git-and-pygit2.md §2.3). A named memory
+already in ``<memoryDir>/`` that HEAD does not hold as it is (``supersede`` writes a submitted
+memory's replacement there) is committed as found, with the memory it replaces when that
+file's only change is the supersede pointer (``_take_repository_copy``, ``_take_chain_partners``).
 
 The commit's tree is built from HEAD's tree in a separate in-memory index, so whatever the
 user has staged stays staged and out of our commit; ``create_commit("HEAD", …)`` is a
@@ -33,7 +36,7 @@ from ..ids import is_ulid
 from ..index import Folder
 from ..locks import announce, submit_lane
 from ..lookup import rows_for
-from ..memfile import MemoryFileError, read_memory, serialize
+from ..memfile import MemoryFileError, parse_memory, read_memory, serialize
 from ..model import Memory
 from ..redact import find_secrets_in_memory_file
 from ..review import apply_transition, reviewer
@@ -54,7 +57,8 @@ class SubmitReport:
     commit: str | None = None
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (id, new review_state)
     already: list[str] = field(default_factory=list)
-    recovered: list[str] = field(default_factory=list)  # repo copies an interrupted run left uncommitted
+    recovered: list[str] = field(default_factory=list)  # repo copies committed as found (not from the outbox)
+    found: dict[str, str] = field(default_factory=dict)  # recovered id → why it was not committed yet
     created_branch: bool = False
     index_refreshed: bool = True
     repair: str | None = None  # the command that makes the index match the commit
@@ -69,7 +73,8 @@ class SubmitReport:
     def lines(self) -> list[str]:
         """What happened to each id, for every surface (each adds its own next step)."""
         out = [f"submitted {memory_id} [{state}]" for memory_id, state in self.submitted]
-        out += [f"committed {memory_id} (left uncommitted by an interrupted submit)" for memory_id in self.recovered]
+        out += [f"committed {memory_id} ({self.found.get(memory_id, 'left uncommitted by an interrupted submit')})"
+                for memory_id in self.recovered]  # fmt: skip
         out += [f"already in the repository: {memory_id}" for memory_id in self.already]
         if (self.submitted or self.recovered) and self.commit:
             made = " (new branch)" if self.created_branch else ""
@@ -193,7 +198,7 @@ def _prepare(ctx: Context, job: _Job, ids: list[str], branch: str | None, allow_
             raise MemexError(f"no project memory with id {memory_id!r} in the outbox — see `open-memex sync-status`")
         locations = {r["location"] for r in rows}
         if "outbox" not in locations:
-            report.already.append(rows[0]["id"])
+            _take_repository_copy(ctx, job, gitrepo, str(rows[0]["id"]))
             continue
         row = next(r for r in rows if r["location"] == "outbox")
         try:
@@ -218,14 +223,9 @@ def _prepare(ctx: Context, job: _Job, ids: list[str], branch: str | None, allow_
                 report.already.append(memory.id)
             else:  # written by an interrupted submit, and perhaps edited since: checked as a draft is
                 assert existing is not None
-                _refuse_unsafe(ctx, gitrepo.rel(target), target.read_text("utf-8", errors="replace"), existing,
-                               "fix or remove the file, then retry")  # fmt: skip
-                if existing.review_state not in IN_REVIEW:  # a submit wrote proposed or approved; promote may move on
-                    raise LifecycleError(
-                        f"{gitrepo.rel(target)} is {existing.review_state}, which no review step of a copy never "
-                        "committed leads to — nothing was submitted; set its review_state back to proposed (or "
-                        "remove the file: the outbox copy is kept), then retry"
-                    )
+                _check_found_copy(ctx, gitrepo, target, existing, "fix or remove the file, then retry",
+                                  "set its review_state back to proposed (or remove the file: the outbox copy is "
+                                  "kept), then retry")  # fmt: skip
                 pending.append(target)
                 report.recovered.append(memory.id)
             continue
@@ -235,6 +235,7 @@ def _prepare(ctx: Context, job: _Job, ids: list[str], branch: str | None, allow_
                        f"edit the draft (or `open-memex supersede {memory.id} …`) and retry")  # fmt: skip
         plan.append(memory)
         job.drafts[Path(row["file_path"])] = as_read
+    _take_chain_partners(ctx, job, gitrepo)
     if not (plan or pending):
         return
     check_memory_folder(gitrepo)
@@ -387,19 +388,145 @@ def _refuse_unsafe(ctx: Context, where: str, text: str, memory: Memory, fix: str
         raise MemexError(f"{where}:{first.line}: possible secret ({first.rule}) — nothing was submitted; {fix}")
 
 
-def _committed(gitrepo: GitRepo, path: Path) -> bool:
-    """Whether HEAD already holds exactly this file."""
+def _check_found_copy(ctx: Context, gitrepo: GitRepo, target: Path, memory: Memory, fix: str, state_fix: str) -> None:
+    """A repository copy no submit of this run wrote, about to be committed as it is: the
+    checks a draft gets (libgit2 runs no hook that would catch it), on the file as it is now,
+    and a review state a submitted copy can have before its merge."""
+    rel = gitrepo.rel(target)
+    _refuse_unsafe(ctx, rel, target.read_text("utf-8", errors="replace"), memory, fix)
+    if memory.review_state not in IN_REVIEW:  # a submit writes proposed or approved; promote may move on
+        raise LifecycleError(f"{rel} is {memory.review_state}, which no review step before the merge leads to — "
+                             f"nothing was submitted; {state_fix}")  # fmt: skip
+
+
+def _found(job: _Job, target: Path, why: str) -> None:
+    job.pending.append(target)
+    job.report.recovered.append(target.stem)
+    job.report.found[target.stem] = why
+
+
+def _take_repository_copy(ctx: Context, job: _Job, gitrepo: GitRepo, memory_id: str) -> None:
+    """A named memory that is only in the repository folder: "already in the repository"
+    when HEAD holds the file as it is. Otherwise it is committed as found — ``supersede``
+    writes a replacement there, uncommitted — after the checks a draft gets; a superseded
+    memory whose only change is the pointer ``supersede`` wrote needs none (``_pointer_only``)."""
+    target = gitrepo.memory_dir / f"{memory_id}.md"
+    if target in job.pending:
+        return
+    if not target.is_file() or _committed(gitrepo, target):
+        job.report.already.append(memory_id)
+        return
+    rel = gitrepo.rel(target)
+    try:
+        memory = read_memory(target, ctx.project.key)
+        data = target.read_bytes()
+    except (MemoryFileError, OSError) as exc:
+        raise MemexError(f"{rel} is unreadable ({exc}); fix it before submitting") from None
+    if _pointer_only(ctx, gitrepo, target, memory, data):
+        _found(job, target, f"superseded by {memory.superseded_by}")
+        return
+    why = "changed since its last commit" if _in_head(gitrepo, target) else "never committed"
+    _check_found_copy(ctx, gitrepo, target, memory, "fix the file, then retry",
+                      f"set its review_state back to proposed and retry, or commit the file yourself "
+                      f"(git add {shlex.quote(rel)} && git commit)")  # fmt: skip
+    _found(job, target, f"in the repository folder, {why}")
+
+
+def _take_chain_partners(ctx: Context, job: _Job, gitrepo: GitRepo) -> None:
+    """The memory each committed one replaces (its ``supersedes``), as ``supersede`` left it:
+    it goes into the same commit — never a file we did not write — only when HEAD holds it,
+    the file's sole change is the pointer ``supersede`` writes to this very successor
+    (``_pointer_only``), and no other version of it is staged. Any other change to it is the
+    user's: left out, with the next step named; so is a chain partner that was never committed."""
+    going = {memory.id for memory in job.plan} | {path.stem for path in job.pending}
+    members = list(job.plan)
+    for path in list(job.pending):
+        try:
+            members.append(read_memory(path, ctx.project.key))
+        except MemoryFileError:
+            continue  # checked above; one that went meanwhile is caught before the commit
+    for member in members:
+        for partner, role in ((member.supersedes, "replaces"), (member.superseded_by, "is replaced by")):
+            if not partner or partner in going:
+                continue
+            path = gitrepo.memory_dir / f"{partner}.md"
+            rel = gitrepo.rel(path)
+            if not path.is_file() or _committed(gitrepo, path):
+                continue
+            if not _in_head(gitrepo, path):
+                job.report.notices.append(f"{member.id} {role} {partner}, which is not committed either — "
+                                          f"submit it too: open-memex submit {partner}")  # fmt: skip
+                continue
+            if role != "replaces":
+                continue  # a committed replacement already points back; what else changed there is not ours
+            if _ours_to_chain(ctx, gitrepo, path, member.id):
+                _found(job, path, f"superseded by {member.id}")
+                going.add(partner)
+                continue
+            job.report.notices.append(f"{rel} (which {member.id} replaces) has changes besides its supersede pointer, or "
+                                      "another version staged — left out of the submit commit; commit it yourself "
+                                      f"(git add {shlex.quote(rel)} && git commit)")  # fmt: skip
+
+
+def _ours_to_chain(ctx: Context, gitrepo: GitRepo, path: Path, successor: str) -> bool:
+    """Whether ``path`` is the memory ``successor`` replaced, changed against HEAD by nothing
+    but that supersede, and staged (if at all) as HEAD or the work tree has it."""
+    import pygit2
+
+    try:
+        memory = read_memory(path, ctx.project.key)
+        data = path.read_bytes()
+        idx = gitrepo.repo.index
+        idx.read(False)
+        rel = gitrepo.rel(path)
+        staged = idx[rel].id if rel in idx else None
+        held = gitrepo.repo.head.peel(pygit2.Commit).tree[rel].id
+    except (MemoryFileError, OSError, pygit2.GitError, KeyError):
+        return False
+    return memory.superseded_by == successor and staged in (held, pygit2.hash(data)) and \
+        _pointer_only(ctx, gitrepo, path, memory, data)
+
+
+def _pointer_only(ctx: Context, gitrepo: GitRepo, path: Path, memory: Memory, data: bytes) -> bool:
+    """Whether the file differs from HEAD's copy only as ``supersede`` rewrites the memory it
+    replaces: ``status: superseded``, ``superseded_by`` and ``updated_at`` — HEAD's copy with
+    those three values set, written as every rewrite writes it, is the file byte for byte."""
+    if memory.status != "superseded" or not memory.superseded_by:
+        return False
+    held = _head_bytes(gitrepo, path)
+    if held is None:
+        return False
+    try:
+        before = parse_memory(held, ctx.project.key)
+    except MemoryFileError:
+        return False
+    if before.id != memory.id:
+        return False
+    before.status, before.superseded_by, before.updated_at = memory.status, memory.superseded_by, memory.updated_at
+    return serialize(before).encode("utf-8") == data
+
+
+def _head_bytes(gitrepo: GitRepo, path: Path) -> bytes | None:
+    """HEAD's copy of ``path``, None when HEAD holds none."""
     import pygit2
 
     repo = gitrepo.repo
-    if repo.head_is_unborn or not path.exists():
-        return False
+    if repo.head_is_unborn:
+        return None
     try:
         entry = repo.head.peel(pygit2.Commit).tree[gitrepo.rel(path)]
     except KeyError:
-        return False
+        return None
     blob = repo[entry.id]
-    return isinstance(blob, pygit2.Blob) and blob.data == path.read_bytes()
+    return blob.data if isinstance(blob, pygit2.Blob) else None
+
+
+def _committed(gitrepo: GitRepo, path: Path) -> bool:
+    """Whether HEAD already holds exactly this file."""
+    if not path.exists():
+        return False
+    held = _head_bytes(gitrepo, path)
+    return held is not None and held == path.read_bytes()
 
 
 def _in_head(gitrepo: GitRepo, path: Path) -> bool:
