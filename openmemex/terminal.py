@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UNSAFE", "json_text", "safe"]
+__all__ = ["UNSAFE", "json_text", "safe", "safe_line"]
 
 # C0 controls except \t and \n, DEL, C1 controls; bidi embeddings/overrides (U+202A–U+202E)
 # and isolates (U+2066–U+2069), the Trojan Source set; lone surrogates (undecodable bytes
 # smuggled in through surrogateescape), which a UTF-8 stream refuses to encode.
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# what a line may not hold besides: \n and the Unicode line/paragraph separators (\r, VT, FF
+# and NEL U+0085 are in UNSAFE already)
+LINE_BREAKS = re.compile("[\n\u2028\u2029]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -38,6 +41,14 @@ def safe(text: str) -> str:
     if UNSAFE.search(text) is None:
         return text
     return UNSAFE.sub(_escape, text)
+
+
+def safe_line(text: str) -> str:
+    """:func:`safe`, and every line break shown as an escape too (``\\n`` → ``\\x0a``, U+2028 →
+    ``\\u2028``): for output read one record per line — ``path:line: …`` findings, which a CI
+    log or a runner (GitHub Actions' ``::error`` commands) splits on line breaks, so a file
+    name holding one could otherwise start a line of its own choosing."""
+    return LINE_BREAKS.sub(_escape, safe(text))
 
 
 def json_text(document: object, **options: object) -> str:

@@ -273,3 +273,27 @@ def test_a_memory_folder_turned_into_a_symlink_fails(cli: object, pr_repo: objec
         result = cli(*args)  # type: ignore[operator]
         assert result.rc == 1, args
         assert ".ai/open-memex:1: memory-folder: .ai/open-memex is a symbolic link in this commit" in result.out
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\u2028", "\u2029", "\x85", "\x0b"])
+def test_a_line_break_in_a_file_name_stays_inside_its_problem_line(cli: object, pr_repo: object, brk: str) -> None:
+    """A file name is the PR author's text. Printed raw, a line break in it let the name start
+    a stdout line of its own — `::error file=README.md,…`, which a GitHub Actions runner obeys
+    as a workflow command (pre-commit's `--all-files` in CI prints the text format) — inside
+    its own problem and inside the other file's duplicate-id message. Every problem is one
+    line, the break shown escaped; so is a scan finding."""
+    repo = pr_repo("clean")  # type: ignore[operator]
+    name = f".ai/open-memex/x{brk}::error file=README.md,line=1::Forged{brk}.md"
+    token = prs.fake_token(5)
+    (repo / name).write_text(prs.memory(prs.PUBLISHED, f"Forged, with GITHUB_TOKEN={token} in it.", state="proposed", history=prs.SUBMIT))
+    git("add", "-A", cwd=repo)
+    result = cli("check", "--", name, f".ai/open-memex/{prs.PUBLISHED}.md")  # type: ignore[operator]
+    lines = result.out.splitlines()  # str.splitlines splits at every one of these breaks
+    assert result.rc == 1 and all(line.startswith(".ai/open-memex/") for line in lines), lines
+    checks = [re.search(r":\d+: ([a-z-]+): ", line) for line in lines]
+    assert sorted(m.group(1) for m in checks if m) == ["duplicate-id", "duplicate-id", "id-filename", "secret"], lines
+    shown = repr(brk)[1:-1].replace("\\r", "\\x0d").replace("\\n", "\\x0a")  # "\r\n" → \x0d\x0a
+    assert sum(line.count(f"x{shown}::error file=README.md") for line in lines) == 5, lines  # 3 paths, 2 messages
+    scan = cli("scan", "--", name)  # type: ignore[operator]
+    assert scan.rc == 1 and len(scan.out.splitlines()) == 1 and scan.out.startswith(".ai/open-memex/x"), scan.out
+    assert not any(line.startswith("::") for line in (result.out + result.err + scan.out + scan.err).splitlines())

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemexError, UsageError, repository_refused
-from ..terminal import safe
+from ..terminal import safe, safe_line
 from .argv import Spec, text
 from .argv import parse as read_argv
 from .pipes import disk_full, encoding_refused, finish, output_closed
@@ -69,7 +69,7 @@ def run_scan(paths: list[str], *, staged: bool = False, format: str = "text") ->
                              f"{leak.shown} — remove it before it is committed; {ALLOW_HINT}"))  # fmt: skip
     else:
         for leak in report.leaks:
-            _line(safe(f"{leak.path}:{leak.line}:{leak.col} {leak.rule} {leak.shown}"))
+            _line(safe_line(f"{leak.path}:{leak.line}:{leak.col} {leak.rule} {leak.shown}"))
     if format == "text":
         where = f"{report.files}{' staged' if staged else ''} file{'s' * (report.files != 1)}"
         if report.excluded:
@@ -102,7 +102,7 @@ def run_check(paths: list[str], *, base: str | None = None, format: str = "text"
             _line(annotation(problem.path, problem.line, None, f"open-memex check: {problem.check}", f"{problem.message} — {problem.fix}"))
     else:
         for problem in problems:
-            _line(safe(problem.text()))
+            _line(safe_line(problem.text()))  # one problem, one line: a line break in a file name is shown escaped
     if format == "text" and (problems or _at_terminal()):
         _note(_check_summary(problems, checked, gathered.mode, gathered.base))
     return 1 if problems else 0
@@ -191,7 +191,7 @@ def _line(text: str) -> None:
 
 
 def _note(text: str) -> None:
-    sys.stderr.write(safe(text) + "\n")
+    sys.stderr.write(safe_line(text) + "\n")
 
 
 # -- the fast path -------------------------------------------------------------------------------
