@@ -5,7 +5,10 @@ base versions and the repository's other memory files; the CLI (``open-memex che
 pre-commit hook ``open-memex-check`` and CI all call it, whoever gathered the files
 (``git/memory_pr.py`` reads them from git trees or the work tree). The frontmatter is judged
 by ``memfile.parse_memory``, the one validation every reader uses (the shipped JSON Schema);
-secrets by ``find_secrets_in_memory_file``, as submit does. Every problem names its fix.
+secrets by ``find_secrets_in_memory_file``, as submit does. Against a base, the review rules
+judge what the change adds (a memory arriving approved or published, a reviewed memory
+edited in place), since a file's own history is whatever its author typed. Every problem
+names its fix.
 """
 
 from __future__ import annotations
@@ -26,8 +29,19 @@ STEPS = frozenset({("draft", "proposed"), ("draft", "approved"), ("proposed", "a
 FIRST_STATES = ("draft", "proposed")  # what a history may start from nothing with
 REVIEWED = ("approved", "published")
 CHECKS = ("schema", "id-filename", "personal-in-repo", "private-in-repo", "secret", "review-transition",
-          "review-history", "supersede-chain", "duplicate-id")  # fmt: skip
+          "review-history", "review-claim", "reviewed-edit", "supersede-chain", "duplicate-id")  # fmt: skip
 PROMOTE = "record each review step with `open-memex promote {id}` (after a merged PR: `open-memex pr-status --apply`)"
+# What a review vouches for: the memory's text and how agents use it, and (once published)
+# who proposed and approved it. A reviewed memory keeps them; a new text is a supersede.
+REVIEWED_FIELDS = ("body", "type", "role", "importance", "tags", "aliases")
+PUBLISHED_FIELDS = (*REVIEWED_FIELDS, "proposed_by", "approved_by")
+UNORDERED = ("tags", "aliases")
+ENTER = {
+    "published": "let it enter as `proposed`, with the history `open-memex submit` writes (draft → proposed); "
+                 "after the merge, `open-memex pr-status --apply` records approved and published",
+    "approved": "let it enter as `proposed` (submit it without `propose --local-approve`, no `promote` before the merge); "
+                "after the merge, `open-memex pr-status --apply` records the PR's approval",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,13 +77,19 @@ class Entry:
 @dataclass
 class CheckInput:
     """What a memory PR is: the files it adds or changes (head text), their base versions,
-    the memory files it deletes, and every memory file on the head side."""
+    the memory files it deletes, and every memory file on the head side.
+
+    ``kind`` says what the base is, and so what a file the base lacks means: ``"pr"`` (the
+    merge base of a pull request: the file arrives with this PR, whose own review and merge
+    are still to come), ``"commit"`` (HEAD, for the commit being made: the file arrives with
+    this commit) or ``"files"`` (no base: every file is judged on its own)."""
 
     changed: list[tuple[str, bytes]]
     base: Callable[[str], bytes | None] = lambda path: None
     universe: list[tuple[str, bytes]] = field(default_factory=list)
     deleted: list[tuple[str, bytes]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # found while gathering (the folder's shape)
+    kind: str = "files"
 
 
 def check_memory_pr(pr: CheckInput, user_patterns: Sequence[str] = ()) -> list[Problem]:
@@ -78,8 +98,12 @@ def check_memory_pr(pr: CheckInput, user_patterns: Sequence[str] = ()) -> list[P
     problems: list[Problem] = list(pr.problems)
     heads: dict[str, Entry] = {path: light_entry(path, data) for path, data in pr.universe}
     touched: set[str] = set()
+    # a file moved to another name (`git mv` to fix its name) keeps its base version
+    moved = {gone.id: data for path, data in pr.deleted if (gone := light_entry(path, data)).id}
     for path, data in pr.changed:
-        entry, found = _check_file(path, data, pr.base(path), user_patterns)
+        base = pr.base(path)
+        arrives = pr.kind if base is None and pr.kind != "files" else None  # new with this PR or commit
+        entry, found = _check_file(path, data, base, user_patterns, arrives, moved)
         problems += found
         heads[path] = entry
         if entry.id:
@@ -96,7 +120,8 @@ def check_memory_pr(pr: CheckInput, user_patterns: Sequence[str] = ()) -> list[P
     return problems
 
 
-def _check_file(path: str, data: bytes, base: bytes | None, user_patterns: Sequence[str]) -> tuple[Entry, list[Problem]]:
+def _check_file(path: str, data: bytes, base: bytes | None, user_patterns: Sequence[str], arrives: str | None,
+                moved: dict[str, bytes]) -> tuple[Entry, list[Problem]]:  # fmt: skip
     from .memfile import MAX_FILE_BYTES
     from .redact import find_secrets_in_memory_file
 
@@ -134,7 +159,9 @@ def _check_file(path: str, data: bytes, base: bytes | None, user_patterns: Seque
         problems.append(Problem(path, line_of(text, "visibility"), "private-in-repo",
                                 "a memory with visibility: private is inside the repository",
                                 f"set `visibility: internal` if the team may read it, else `git rm --cached {path}`"))  # fmt: skip
-    problems += review_problems(path, text, memory, _parsed_or_none(base))
+    if base is None and memory.id in moved:
+        base, arrives = moved[memory.id], None
+    problems += review_problems(path, text, memory, _parsed_or_none(base), arrives)
     return entry, problems
 
 
@@ -147,9 +174,16 @@ def _parsed_or_none(data: bytes | None) -> Memory | None:
         return None  # the base was broken: nothing to compare the history against
 
 
-def review_problems(path: str, text: str, memory: Memory, base: Memory | None) -> list[Problem]:
+def review_problems(path: str, text: str, memory: Memory, base: Memory | None, arrives: str | None = None) -> list[Problem]:
     """The review ladder: every recorded step is one legal step, a reviewed state is recorded,
-    the state is the history's last step, and the base's history is kept as a prefix."""
+    the state is the history's last step, and the base's history is kept as a prefix.
+
+    Against a base, what the change adds is judged too (the file alone cannot tell a real
+    review from a typed one): a memory that ``arrives`` with this ``"pr"`` or ``"commit"``
+    cannot be published already (publishing is its PR's merge, D32), nor approved inside
+    the PR that brings it (approval is that PR's review; a commit may carry a local approval,
+    D25); a published memory takes no further step, and a reviewed one keeps what was
+    reviewed (:func:`reviewed_edit_problems`)."""
     problems: list[Problem] = []
     history = [e for e in memory.review_history if isinstance(e, dict)]
     state = memory.review_state
@@ -168,6 +202,12 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None) -
     elif history and history[-1].get("to") != state:
         problems.append(Problem(path, at_state, "review-transition",
                                 f"review_state is {state} but the last review_history entry records → {history[-1].get('to')}", fix))  # fmt: skip
+    if arrives is not None and (state == "published" or (state == "approved" and arrives == "pr")):
+        how = ("publishing is the merge of the PR that brings it (D32)" if state == "published"
+               else "its approval is the review of the PR that brings it, on GitHub (D32), not a line in the file")  # fmt: skip
+        problems.append(Problem(path, at_state, "review-claim",
+                                f"{memory.id} is new in this {'pull request' if arrives == 'pr' else 'commit'} but already {state}: {how}",
+                                ENTER[state]))  # fmt: skip
     if base is None:
         return problems
     kept = [_stated(e) for e in base.review_history if isinstance(e, dict)]
@@ -180,7 +220,53 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None) -
     elif base.review_state != state and len(history) == len(kept) and not any(p.line == at_state for p in problems):
         problems.append(Problem(path, at_state, "review-transition",
                                 f"review_state changed from {base.review_state} to {state} without a review_history entry", fix))  # fmt: skip
-    return problems
+    elif base.review_state == "published" and len(history) > len(kept) and not problems:
+        problems.append(Problem(path, at_history, "review-transition",
+                                f"review_history gains entry {len(kept) + 1} after published, and published is terminal",
+                                f"take the new entries out; to change the memory, `open-memex supersede {memory.id} \"…\"`"))  # fmt: skip
+    return problems + reviewed_edit_problems(path, text, memory, base)
+
+
+def reviewed_edit_problems(path: str, text: str, memory: Memory, base: Memory) -> list[Problem]:
+    """A published memory's text, type, role, tags (and who proposed and approved it) never
+    change in place, nor do an approved memory's while it stays approved: the review vouched
+    for the base's version, and the file would carry the new one under that review. A new
+    text is a supersede (the replacement is reviewed); an approved memory may also go back
+    to review (reject, edit, resubmit)."""
+    names: tuple[str, ...]
+    if base.review_state == "published":
+        names = PUBLISHED_FIELDS
+    elif base.review_state == "approved" and memory.review_state in REVIEWED:
+        names = REVIEWED_FIELDS
+    else:
+        return []
+    changed = [name for name in names if _compared(base, name) != _compared(memory, name)]
+    if not changed:
+        return []
+    where = _body_line(text) if changed[0] == "body" else line_of(text, changed[0])
+    if base.review_state == "published":
+        what, way = "published is terminal", f"supersede it instead: `open-memex supersede {memory.id} \"…\"` (the replacement is reviewed)"
+    else:
+        what = f"it is still {memory.review_state}, and its approval covered the old version"
+        way = (f"or send it back to review: `open-memex promote {memory.id} --reject --note …`, edit, "
+               f"then `open-memex promote {memory.id} --resubmit`")  # fmt: skip
+    return [Problem(path, where, "reviewed-edit",
+                    f"{', '.join(changed)} of {base.review_state} memory {memory.id} changed in place: {what}",
+                    f"restore the base version (`git show BASE:{path}`); {way}")]  # fmt: skip
+
+
+def _compared(memory: Memory, name: str) -> object:
+    value = getattr(memory, name)
+    return sorted(value) if name in UNORDERED else value
+
+
+def _body_line(text: str) -> int:
+    """The 1-based line of the body's first text (after the closing ``---``)."""
+    front = _FRONT.match(text)
+    if front is None:
+        return 1
+    rest = text[front.end() :]
+    return text.count("\n", 0, front.end()) + 1 + rest.count("\n", 0, len(rest) - len(rest.lstrip()))
 
 
 def _stated(entry: dict[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,12 @@ VIOLATIONS = {
     "chain-missing-target": ("supersede-chain", 16, "supersedes: 01J0000000000000000000GN01 is not in the repository", "or clear supersedes"),
     "chain-two-replacements": ("supersede-chain", 16, f"{prs.REPLACED} is replaced twice (by {prs.NEW} and {prs.NEW2})", "keep one replacement"),
     "duplicate-id": ("duplicate-id", 2, f"id {prs.PUBLISHED} is also in .ai/open-memex/{prs.PUBLISHED}.md", "keep one copy"),
+    "published-edited": ("reviewed-edit", 41, f"body of published memory {prs.PUBLISHED} changed in place: published is terminal",
+                         f"open-memex supersede {prs.PUBLISHED}"),
+    "arrives-published": ("review-claim", 18, f"{prs.NEW} is new in this pull request but already published: publishing is the merge",
+                          "pr-status --apply"),
+    "arrives-approved": ("review-claim", 18, f"{prs.NEW} is new in this pull request but already approved: its approval is the review",
+                         "without `propose --local-approve`"),
 }  # fmt: skip
 
 
@@ -297,3 +303,101 @@ def test_a_line_break_in_a_file_name_stays_inside_its_problem_line(cli: object, 
     scan = cli("scan", "--", name)  # type: ignore[operator]
     assert scan.rc == 1 and len(scan.out.splitlines()) == 1 and scan.out.startswith(".ai/open-memex/x"), scan.out
     assert not any(line.startswith("::") for line in (result.out + result.err + scan.out + scan.err).splitlines())
+
+
+# -- what a change adds, judged against the base -------------------------------------------------
+def test_a_published_memory_keeps_what_was_reviewed() -> None:
+    """Published is terminal: its text, type, role, tags and reviewers never change in place
+    (before, only the history was compared, so a rewritten body kept its review); what the
+    product does to it — status, supersede pointers — still passes, and so does a reorder."""
+    base = parsed()
+    for changes, field_name in (({"body": "other text"}, "body"), ({"role": "instruction"}, "role"),
+                                ({"tags": ["payments", "x"]}, "tags"), ({"approved_by": "mallory"}, "approved_by")):  # fmt: skip
+        head = parsed()
+        for key, value in changes.items():
+            setattr(head, key, value)
+        (problem,) = review_problems("m.md", "", head, base)  # type: ignore[arg-type]
+        assert problem.check == "reviewed-edit" and problem.message.startswith(f"{field_name} of published memory"), problem
+        assert "open-memex supersede" in problem.fix
+    base.tags = ["payments", "money"]  # type: ignore[attr-defined]
+    kept = parsed(status="superseded", superseded_by=prs.NEW2)
+    kept.tags, kept.updated_at = ["money", "payments"], "2027-01-01T00:00:00Z"  # type: ignore[attr-defined]
+    assert review_problems("m.md", "", kept, base) == []  # type: ignore[arg-type]
+    appended = parsed(history=[*prs.REVIEWED, ("published", "published", "mallory")])
+    (problem,) = review_problems("m.md", "", appended, parsed())  # type: ignore[arg-type]
+    assert problem.check == "review-transition" and "entry 4 after published, and published is terminal" in problem.message
+
+
+def test_an_approved_memory_changed_in_place_must_go_back_to_review() -> None:
+    base = parsed(state="approved", history=prs.REVIEWED[:2])
+    edited = parsed(state="approved", history=prs.REVIEWED[:2])
+    edited.body = "a different text"  # type: ignore[attr-defined]
+    (problem,) = review_problems("m.md", "", edited, base)  # type: ignore[arg-type]
+    assert problem.check == "reviewed-edit" and "its approval covered the old version" in problem.message and "--resubmit" in problem.fix
+    back = parsed(state="proposed", history=[*prs.REVIEWED[:2], ("approved", "rejected", "bob"), ("rejected", "proposed", "alice")])
+    back.body = "a different text"  # type: ignore[attr-defined]
+    assert review_problems("m.md", "", back, base) == []  # type: ignore[arg-type]  (rejected, revised, resubmitted)
+
+
+@pytest.mark.parametrize(("state", "history", "arrives", "claimed"), [
+    ("proposed", prs.SUBMIT, "pr", False),
+    ("proposed", [], "pr", False),  # a supersede's replacement (D64)
+    ("rejected", [*prs.SUBMIT, ("proposed", "rejected", "bob")], "pr", False),
+    ("approved", prs.REVIEWED[:2], "pr", True),  # approval is the PR's own review
+    ("approved", [(None, "draft", "a"), ("draft", "approved", "a"), ("approved", "approved", "a")], "pr", True),
+    ("approved", [(None, "draft", "a"), ("draft", "approved", "a"), ("approved", "approved", "a")], "commit", False),  # solo (D25)
+    ("published", prs.REVIEWED, "commit", True),  # publishing is a merge
+    ("published", prs.REVIEWED, "pr", True),
+    ("published", prs.REVIEWED, None, False),  # no base (every file in HEAD): nothing arrives
+])  # fmt: skip
+def test_what_a_new_memory_may_arrive_as(state: str, history: list[tuple[str | None, str, str]], arrives: str | None, claimed: bool) -> None:
+    problems = review_problems("m.md", "", parsed(state=state, history=history), None, arrives=arrives)  # type: ignore[arg-type]
+    assert [p.check for p in problems] == (["review-claim"] if claimed else []), problems
+
+
+def test_a_renamed_memory_keeps_its_base_version(cli: object, pr_repo: object) -> None:
+    """`git mv` (the id-filename fix) is no arrival: the deleted name's version is the base."""
+    repo = pr_repo("clean")  # type: ignore[operator]
+    git("mv", f".ai/open-memex/{prs.PUBLISHED}.md", ".ai/open-memex/renamed.md", cwd=repo)
+    git("commit", "-q", "-m", "rename", cwd=repo)
+    result = cli("check", "--base", "main")  # type: ignore[operator]
+    assert result.rc == 1 and [row.split(": ")[1] for row in result.out.splitlines()] == ["id-filename"], result.out
+
+
+def test_the_normal_review_flows_pass_check(cli: object, git_repo: Path) -> None:
+    """No false alarm on what the product writes: submit → PR; after the merge the approval
+    and publication recorded (promote, as pr-status --apply does); then supersede, status
+    and soft forget of published memories — against the merge base (CI) and HEAD (pre-commit)."""
+
+    def new(text: str) -> str:
+        return str(json.loads(cli("add", text, "--scope", "project", "--json").out)["id"])  # type: ignore[operator]
+
+    def merge(branch: str) -> None:
+        git("switch", "-q", "main", cwd=git_repo)
+        git("merge", "-q", "--no-ff", branch, "-m", f"merge {branch}", cwd=git_repo)
+
+    def passes(branch: str) -> None:
+        git("add", "-A", cwd=git_repo)
+        files = [str(p.relative_to(git_repo)) for p in sorted((git_repo / ".ai" / "open-memex").glob("*.md"))]
+        commit = cli("check", *files)  # type: ignore[operator]  (the commit, as pre-commit checks it)
+        assert commit.rc == 0, commit.out
+        git("commit", "-q", "-m", branch, cwd=git_repo)
+        result = cli("check", "--base", "main")  # type: ignore[operator]  (the PR, CI)
+        assert result.rc == 0, result.out
+
+    ids = [new(f"Fact number {n} about deploys.") for n in range(4)]
+    git("switch", "-q", "-c", "submit", cwd=git_repo)
+    assert cli("submit", *ids).rc == 0  # type: ignore[operator]
+    assert cli("check", "--base", "main").rc == 0  # type: ignore[operator]
+    merge("submit")
+    git("switch", "-q", "-c", "record", cwd=git_repo)
+    for mid in ids[:3]:
+        assert cli("promote", mid, "--by", "bob").rc == cli("promote", mid, "--by", "bob").rc == 0  # type: ignore[operator]
+    assert cli("promote", ids[3], "--by", "bob").rc == 0  # type: ignore[operator]
+    passes("record")
+    merge("record")
+    git("switch", "-q", "-c", "change", cwd=git_repo)
+    for args in (("supersede", ids[0], "Fact number 0 about deploys, revised."), ("status", ids[1], "deprecated"),
+                 ("forget", ids[2], "--soft"), ("promote", ids[3], "--by", "bob")):  # fmt: skip
+        assert cli(*args).rc == 0, args  # type: ignore[operator]
+    passes("change")

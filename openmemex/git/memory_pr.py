@@ -149,7 +149,7 @@ def _from_base(repo: pygit2.Repository, folder: str, ref: str, only: list[str]) 
         return None if oid is None else _blob(repo, oid)
 
     pr = CheckInput([(p, universe[p]) for p in wanted], base, list(universe.items()), deleted,
-                    _folder_shape(head.peel(pygit2.Tree), folder))  # fmt: skip
+                    _folder_shape(head.peel(pygit2.Tree), folder), kind="pr")  # fmt: skip
     return Gathered(pr, "base", str(merge_base))
 
 
@@ -172,7 +172,7 @@ def _from_disk(repo: pygit2.Repository, info: RepoInfo, folder: str, paths: list
         data: bytes | None = getattr(blob, "data", None)
         return data
 
-    return Gathered(CheckInput(changed, base, list(universe.items())), "paths", "HEAD", skipped)
+    return Gathered(CheckInput(changed, base, list(universe.items()), kind="commit"), "paths", "HEAD", skipped)
 
 
 def _staged_folder(repo: pygit2.Repository, info: RepoInfo, folder: str) -> dict[str, bytes] | None:
