@@ -104,9 +104,15 @@ def _scan_exclude(value: Any) -> list[str]:
     return [check_pattern(v) for v in value]
 
 
+class UrlCredentialsError(ValueError):
+    """A URL with a ``user:token@`` part: refused, so no token is stored in config or shown."""
+
+
 def check_url(value: Any) -> str:
     """An http(s) URL with a host (and a port in range), or ValueError: ``github.apiUrl`` as set,
-    and ``pr-status --api-url``."""
+    and ``pr-status --api-url``. A URL with credentials (``https://x-access-token:TOKEN@host``)
+    is refused (``UrlCredentialsError``): the config file is plain text, and the URL is shown in
+    every pr-status error and CI log; the token belongs in ``GH_TOKEN``."""
     text = str(value).strip()
     if not text:
         return text
@@ -117,6 +123,11 @@ def check_url(value: Any) -> str:
         parts.port  # noqa: B018  (a port out of range raises here, not at the first request)
     except ValueError:
         parts = None
+    if parts is not None and "@" in parts.netloc:
+        raise UrlCredentialsError(
+            "the URL holds credentials (user:token@) — give it without them; the token comes from "
+            "GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
+        )
     if parts is None or parts.scheme not in ("https", "http") or not parts.hostname:
         raise ValueError("expected an http(s) URL such as https://ghe.example.com/api/v3")
     return text

@@ -933,3 +933,78 @@ def test_an_api_url_that_is_no_url_is_refused_in_one_line(repo: Path, token: str
     commit_all(repo)
     with pytest.raises(MemexError, match="is not an http\\(s\\) URL"):
         run(url)
+
+
+# -- no token in what pr-status prints -----------------------------------------------------
+def _echoing_server(token_header: list[str]) -> Any:
+    """A proxy in front of the API whose error page quotes the request's Authorization header."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            token_header.append(self.headers.get("Authorization", ""))
+            body = json.dumps({"message": "upstream said: bad header " + self.headers.get("Authorization", "")
+                               + " " + "x" * 300}).encode()  # fmt: skip
+            self.send_response(502)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("secret", ["ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "plain-enterprise-" + "tok3n-42"])
+def test_an_error_page_that_echoes_the_token_does_not_print_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, secret: str
+) -> None:
+    """A ghp_ token the scanner knows and one it does not: both are the token pr-status sent."""
+    monkeypatch.setenv("GH_TOKEN", secret)
+    make_memory(repo)
+    commit_all(repo)
+    sent: list[str] = []
+    server = _echoing_server(sent)
+    try:
+        rc, err = cli_rc(api_url=f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sent and secret in sent[0]  # the server did see it
+    assert rc == 1 and err.startswith("open-memex: error: GitHub API error 502 at http://127.0.0.1:"), err
+    assert "bad header token " in err and "\n" not in err
+    assert secret not in err and secret[:12] not in err
+
+
+def test_an_api_url_with_credentials_is_refused_without_printing_it(
+    repo: Path, fake: FakeGitHub, token: str, data_root: Path, cli: Any
+) -> None:
+    secret = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    url = f"http://x-access-token:{secret}@127.0.0.1:{fake.port}/api/v3"
+    make_memory(repo)
+    commit_all(repo)
+    with pytest.raises(MemexError) as info:
+        run(url)
+    assert str(info.value).startswith("--api-url: the URL holds credentials (user:token@) — give it without them")
+    assert secret not in str(info.value) and fake.requests == []  # refused before anything is sent
+
+    config = paths.config_path(data_root)
+    before = config.read_bytes() if config.exists() else None
+    result = cli("config", "set", "github.apiUrl", url)
+    assert result.rc == 2 and secret not in result.err + result.out
+    assert result.err.strip().splitlines() == [
+        "open-memex: error: invalid value for github.apiUrl: the URL holds credentials (user:token@) — give it "
+        "without them; the token comes from GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
+    ]
+    assert (config.read_bytes() if config.exists() else None) == before  # nothing stored
+
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"github": {"apiUrl": url}}), encoding="utf-8")  # hand-edited
+    result = cli("pr-status", "--api-url", fake.base_url)
+    assert secret not in result.err + result.out
+    assert "open-memex: warning: github.apiUrl in " in result.err and "holds credentials" in result.err

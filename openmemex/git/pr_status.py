@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .. import freshness
-from ..config import check_url
+from ..config import UrlCredentialsError, check_url
 from ..errors import MemexError
 from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
 
@@ -387,9 +387,11 @@ def _api_url(ctx: Context, remote: RemoteRepo, explicit: str | None) -> str:
             url = value.strip().rstrip("/")
             try:
                 check_url(url)  # the rule `config set github.apiUrl` applies
+            except UrlCredentialsError as exc:
+                raise MemexError(f"{origin}: {exc}") from None  # the URL is not repeated: it holds a token
             except ValueError:
                 raise MemexError(
-                    f"{origin} {url!r} is not an http(s) URL — use e.g. https://github.example.com/api/v3 "
+                    f"{origin} {_shown(url)!r} is not an http(s) URL — use e.g. https://github.example.com/api/v3 "
                     "(or `open-memex config set github.apiUrl \"\"` to derive it from the remote)"
                 ) from None
             return url
@@ -406,7 +408,18 @@ def _repo_folder(ctx: Context) -> Folder:
 def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
            remote_name: str) -> tuple[PullRequestInfo, list[tuple[str, str]]]:  # fmt: skip
     """The newest PR for ``owner:head_ref``, its reviews and its changed files
-    (``(filename, status)``). GitHub failures become one-line ``MemexError``s."""
+    (``(filename, status)``). GitHub failures become one-line ``MemexError``s, masked
+    (``_shown``): they quote the server and the API URL."""
+    try:
+        return _query(api, token, remote, head_ref, remote_name)
+    except MemexError as exc:
+        error = MemexError(_shown(str(exc), token))
+        error.exit_code = exc.exit_code
+        raise error from None
+
+
+def _query(api: str, token: str, remote: RemoteRepo, head_ref: str,
+           remote_name: str) -> tuple[PullRequestInfo, list[tuple[str, str]]]:  # fmt: skip
     import github
     from github import Auth, Github
 
@@ -473,7 +486,8 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
         ) from None
     except github.GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
-        raise MemexError(f"GitHub API error {exc.status} at {api}: {_short(str(message or exc))}") from None
+        text = _short(_shown(str(message or exc), token))  # masked before the cut: half a token is not found
+        raise MemexError(f"GitHub API error {exc.status} at {api}: {text}") from None
     except OSError as exc:  # requests' RequestException (connection refused, timeout, TLS) is one
         raise MemexError(
             f"cannot reach the GitHub API at {api} ({type(exc).__name__}) — check the network or github.apiUrl"
@@ -484,7 +498,7 @@ def _fetch(api: str, token: str, remote: RemoteRepo, head_ref: str,
         # an answer the API client could not make sense of (not JSON, a list where an object
         # belongs, a redirect to a login page or another host, a token it cannot send)
         raise MemexError(f"the GitHub API at {api} gave an answer that is not GitHub's ({type(exc).__name__}: "
-                         f"{_short(str(exc))}) — check github.apiUrl, a proxy or SSO in between, and the "
+                         f"{_short(_shown(str(exc), token))}) — check github.apiUrl, a proxy or SSO in between, and the "
                          "token") from None  # fmt: skip
     finally:
         client.close()
@@ -500,6 +514,16 @@ def _upstreams(gh_repo: Any) -> list[Any]:
         if up is not None:
             found.setdefault(str(up.full_name).lower(), up)
     return list(found.values())
+
+
+def _shown(text: str, token: str | None = None) -> str:
+    """An error line as pr-status may print it (CI logs keep it): the token it sent and every
+    secret the scanner knows masked — a proxy's error page can echo the Authorization header."""
+    from ..echo import masked
+
+    if token and len(token) >= 8:  # a token the scanner does not recognise (GHE, a custom proxy)
+        text = text.replace(token, "<token>")
+    return masked(text)
 
 
 def _short(text: str, limit: int = 200) -> str:
