@@ -14,7 +14,8 @@ Every path is served both at the root (``base_url``, like api.github.com) and un
 at the fake with the prefix the request used, because PyGithub follows them. Lists are
 paginated (``per_page``/``page``, ``Link: rel="next"``) with ``page_size`` as the default.
 A request without ``Authorization: token <token>`` (or ``Bearer``) gets 401 "Bad
-credentials". Every request lands in ``requests``.
+credentials". Every request lands in ``requests``. A pull's ``head_sha`` is its ``head.sha``
+and the ``commit_id`` of each review that names none.
 
     with FakeGitHub(token="t") as fake:
         fake.add_pull("acme", "widgets", head="feature", reviews=[FakeReview("alice", "APPROVED")])
@@ -42,7 +43,7 @@ class FakeReview:
     state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED | DISMISSED | PENDING
     submitted_at: str | None = None  # filled in order when omitted (except PENDING)
     body: str = ""
-    commit_id: str = "a" * 40
+    commit_id: str | None = None  # the commit reviewed; None: the pull's head_sha
 
 
 @dataclass
@@ -62,6 +63,7 @@ class FakePull:
     merged_at: str | None = None
     merged_by: str | None = None
     created_at: str = _T0
+    head_sha: str = "a" * 40  # the PR's head commit (``head.sha``)
     author: str = "dev"
     base: str = "main"
     reviews: list[FakeReview] = field(default_factory=list)
@@ -100,7 +102,7 @@ class FakeGitHub:
 
     def add_pull(self, owner: str, repo: str, head: str, *, number: int | None = None,
                  head_owner: str | None = None, state: str = "open", merged_at: str | None = None,
-                 merged_by: str | None = None, created_at: str = _T0,
+                 merged_by: str | None = None, created_at: str = _T0, head_sha: str = "a" * 40,
                  reviews: list[FakeReview] | None = None,
                  files: list[FakeFile | str] | None = None) -> FakePull:  # fmt: skip
         if number is None:
@@ -109,7 +111,7 @@ class FakeGitHub:
             state = "closed"
         pull = FakePull(
             owner, repo, number, head, head_owner or owner, state, merged_at, merged_by, created_at,
-            reviews=list(reviews or []),
+            head_sha, reviews=list(reviews or []),
             files=[FakeFile(f) if isinstance(f, str) else f for f in files or []],
         )  # fmt: skip
         self.pulls.append(pull)
@@ -173,7 +175,7 @@ class FakeGitHub:
             "commits_url": f"{url}/commits",
             "review_comments_url": f"{url}/comments",
             "user": _user(base, pull.author),
-            "head": {"ref": pull.head, "label": f"{pull.head_owner}:{pull.head}", "sha": "a" * 40,
+            "head": {"ref": pull.head, "label": f"{pull.head_owner}:{pull.head}", "sha": pull.head_sha,
                      "user": _user(base, pull.head_owner)},
             "base": {"ref": pull.base, "label": f"{pull.owner}:{pull.base}", "sha": "b" * 40,
                      "user": _user(base, pull.owner)},
@@ -206,7 +208,7 @@ class FakeGitHub:
                 "html_url": f"{base}/{pull.owner}/{pull.repo}/pull/{pull.number}#pullrequestreview-{i}",
                 "pull_request_url": f"{base}/repos/{pull.owner}/{pull.repo}/pulls/{pull.number}",
                 "submitted_at": submitted,
-                "commit_id": review.commit_id,
+                "commit_id": pull.head_sha if review.commit_id is None else review.commit_id,
             })  # fmt: skip
         return out
 
@@ -214,7 +216,7 @@ class FakeGitHub:
         return [
             {"sha": "c" * 40, "filename": f.filename, "status": f.status, "additions": 1,
              "deletions": 0, "changes": 1,
-             "contents_url": f"{base}/repos/{pull.owner}/{pull.repo}/contents/{f.filename}?ref={'a' * 40}"}
+             "contents_url": f"{base}/repos/{pull.owner}/{pull.repo}/contents/{f.filename}?ref={pull.head_sha}"}
             for f in pull.files
         ]  # fmt: skip
 

@@ -136,7 +136,8 @@ async def test_full_chain_over_stdio(git_repo: Path, data_root: Path, cli: Any) 
             assert "(no conflicted memory files)" in text(resolved)
 
             fake.add_pull("acme", "widgets", BRANCH, reviews=[FakeReview("alice", "APPROVED")],
-                          files=[f".ai/open-memex/{second}.md"])  # fmt: skip
+                          files=[f".ai/open-memex/{second}.md"],
+                          head_sha=git("rev-parse", "HEAD", cwd=git_repo).strip())  # fmt: skip
             report = await call("memory_pr_status", {})
             assert report.structured_content["pr"]["number"] == 1
             assert any(m["id"] == second and m["to"] == "approved" for m in report.structured_content["memories"])

@@ -2,11 +2,14 @@
 
 * PR merged → ``published`` (a ``proposed`` memory steps through ``approved`` first; each
   step is its own ``review_history`` entry);
-* PR approved (every reviewer's latest non-COMMENTED review is APPROVED, at least one) →
-  ``approved`` with ``approved_by`` = the approving logins (only from ``proposed``);
+* PR approved (every reviewer's latest non-COMMENTED review is APPROVED, at least one, on
+  the PR's head commit) → ``approved`` with ``approved_by`` = the approving logins (only
+  from ``proposed``); an approval of an older commit approved another text and is stale;
 * changes requested → a suggestion only, naming the exact ``promote --reject`` command;
 * a memory the team rejected locally keeps ``rejected``; ``published`` stays published;
-  drafts are reported as not submitted.
+  drafts are reported as not submitted;
+* a transition is written only to a file that holds the PR head's text (review fields
+  aside): a local edit, a branch behind the PR or a head commit missing here is ``skipped``.
 
 Report by default; ``apply=True`` writes the transitions to the working tree (file, then
 index). Nothing is committed or pushed (D27). PyGithub and pygit2 are imported lazily so
@@ -15,15 +18,17 @@ importing this module stays cheap.
 ``PrReport.to_json()`` (``pr-status --json``)::
 
     {"branch", "remote", "repo", "api_url",
-     "pr": {"number", "state", "merged", "merged_by", "url", "reviews": [{"login", "state"}]},
+     "pr": {"number", "state", "merged", "merged_by", "url", "head_sha",
+            "reviews": [{"login", "state", "stale"}]},
      "memories": [{"id", "path", "from", "to", "action", "note"}],
      "applied": bool}
 
 ``action`` is one of ``approve`` / ``publish`` (a transition; ``to`` is the final state),
 ``suggest-reject``, ``kept`` (local rejection), ``not-submitted`` (draft), ``unchanged``
-or ``skipped`` (unreadable file, personal memory); ``to`` is null when nothing changes.
-``reviews`` lists each reviewer once with the state that counts (their latest
-non-COMMENTED review, else COMMENTED).
+or ``skipped`` (unreadable file, personal memory, a file that is not the PR head's text);
+``to`` is null when nothing changes. ``reviews`` lists each reviewer once with the state
+that counts (their latest non-COMMENTED review, else COMMENTED); ``stale``: an APPROVED one
+given on another commit than ``head_sha``, which approves nothing.
 """
 
 from __future__ import annotations
@@ -99,6 +104,7 @@ def _no_token_error(host: str) -> MemexError:
 class Review:
     login: str
     state: str
+    stale: bool = False  # an APPROVED review given on another commit than the PR's head
 
 
 @dataclass
@@ -111,12 +117,14 @@ class PullRequestInfo:
     approvers: list[str] = field(default_factory=list)
     blockers: list[str] = field(default_factory=list)
     merged_by: str | None = None
+    head_sha: str | None = None  # the PR's head commit: the only text an approval counts for
+    stale: list[str] = field(default_factory=list)  # approvals given on an older commit
 
     def to_json(self) -> dict[str, Any]:
         return {
             "number": self.number, "state": self.state, "merged": self.merged,
-            "merged_by": self.merged_by, "url": self.url,
-            "reviews": [{"login": r.login, "state": r.state} for r in self.reviews],
+            "merged_by": self.merged_by, "url": self.url, "head_sha": self.head_sha,
+            "reviews": [{"login": r.login, "state": r.state, "stale": r.stale} for r in self.reviews],
         }  # fmt: skip
 
 
@@ -136,6 +144,7 @@ class MemoryOutcome:
     action: str
     note: str = ""
     steps: list[Step] = field(default_factory=list)
+    reviewed: Memory | None = field(default=None, repr=False)  # the file at the PR's head
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "path": self.path, "from": self.from_state, "to": self.to_state,
@@ -174,7 +183,8 @@ def render(report: PrReport) -> str:
              f"PR #{pr.number} ({shown_state}): {pr.url}"]  # fmt: skip
     if pr.merged and pr.merged_by:
         lines[-1] += f" — merged by {pr.merged_by}"
-    reviews = ", ".join(f"{r.login} {r.state}" for r in pr.reviews) or "none yet"
+    reviews = ", ".join(f"{r.login} {r.state}" + (" (on an older commit: does not count)" if r.stale else "")
+                        for r in pr.reviews) or "none yet"  # fmt: skip
     lines.append(f"reviews: {reviews}")
     if report.from_pr_files:
         lines.append("memories in this PR:")
@@ -218,29 +228,36 @@ def _describe(m: MemoryOutcome) -> str:
 
 # -- mapping (pure) ----------------------------------------------------------------------
 def review_decision(
-    reviews: Sequence[tuple[str, str, datetime | None]],
-) -> tuple[list[Review], list[str], list[str]]:
-    """``(login, state, submitted_at)`` in API order → (per-reviewer view, approvers, blockers).
+    reviews: Sequence[tuple[str, str, datetime | None, str | None]], head_sha: str | None,
+) -> tuple[list[Review], list[str], list[str], list[str]]:
+    """``(login, state, submitted_at, commit_id)`` in API order → (per-reviewer view,
+    approvers, blockers, stale approvers).
 
     A reviewer's latest APPROVED / CHANGES_REQUESTED / DISMISSED review counts; COMMENTED
-    and PENDING ones do not change it ("changes requested, then approved" is approved)."""
+    and PENDING ones do not change it ("changes requested, then approved" is approved). An
+    approval counts only when it was given on ``head_sha``: one given on an older commit
+    approved a text the PR no longer holds (GitHub's "dismiss stale approvals", always on
+    here). A request for changes stands whatever commit it was made on, as on GitHub."""
     epoch = datetime.min.replace(tzinfo=UTC)
     ordered = sorted(
         enumerate(reviews),
         key=lambda item: (_aware(item[1][2]) or epoch, item[0]),
     )
-    seen: dict[str, str] = {}
-    for _, (login, state, _submitted) in ordered:
+    seen: dict[str, tuple[str, str | None]] = {}
+    for _, (login, state, _submitted, commit) in ordered:
         if state == "PENDING":
             continue
         if state in DECISIVE:
-            seen[login] = state
+            seen[login] = (state, commit)
         else:
-            seen.setdefault(login, state)
-    view = [Review(login, state) for login, state in seen.items()]
-    approvers = sorted(login for login, state in seen.items() if state == "APPROVED")
-    blockers = sorted(login for login, state in seen.items() if state == "CHANGES_REQUESTED")
-    return view, approvers, blockers
+            seen.setdefault(login, (state, commit))
+    current = {login for login, (state, commit) in seen.items()
+               if state == "APPROVED" and head_sha is not None and commit == head_sha}  # fmt: skip
+    view = [Review(login, state, state == "APPROVED" and login not in current) for login, (state, _) in seen.items()]
+    approvers = sorted(current)
+    stale = sorted(r.login for r in view if r.stale)
+    blockers = sorted(login for login, (state, _) in seen.items() if state == "CHANGES_REQUESTED")
+    return view, approvers, blockers, stale
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -286,9 +303,16 @@ def plan(memory: Memory, path: str, pr: PullRequestInfo) -> MemoryOutcome:
             out.action, out.to_state, out.note = "approve", "approved", f"approved by {approvers}"
         else:
             out.note = "already approved"
+    elif pr.stale:
+        out.note = (f"awaiting review — the approval by {', '.join(pr.stale)} was given on an older commit; "
+                    f"the PR changed since (head {_short_sha(pr.head_sha)})")  # fmt: skip
     else:
         out.note = "awaiting review"
     return out
+
+
+def _short_sha(sha: str | None) -> str:
+    return sha[:12] if sha else "unknown"
 
 
 # -- the command -------------------------------------------------------------------------
@@ -313,7 +337,7 @@ def pr_status(ctx: Context, apply: bool = False, api_url: str | None = None) -> 
         raise _no_token_error(remote.host)
     folder = _repo_folder(ctx)
     pr, files = _fetch(api, token, remote, head_ref, remote_name)
-    outcomes, from_files = _outcomes(ctx, folder, gitrepo.memory_rel, files, pr)
+    outcomes, from_files = _outcomes(ctx, folder, gitrepo, files, pr, remote_name)
     applied = apply and from_files  # memories outside the PR are shown, never changed
     if applied:
         _apply(ctx, folder, outcomes)
@@ -457,11 +481,13 @@ def _query(api: str, token: str, remote: RemoteRepo, head_ref: str,
                 f"git push -u {remote_name} {head_ref} && gh pr create --head {head_ref}"
             )
         pull = max(pulls, key=_newest)
+        head_sha = str(pull.head.sha) if pull.head is not None and pull.head.sha else None
         raw_reviews = [
-            (r.user.login if r.user is not None else "ghost", str(r.state), r.submitted_at)
+            (r.user.login if r.user is not None else "ghost", str(r.state), r.submitted_at,
+             str(r.commit_id) if r.commit_id else None)
             for r in pull.get_reviews()
-        ]
-        view, approvers, blockers = review_decision(raw_reviews)
+        ]  # fmt: skip
+        view, approvers, blockers, stale = review_decision(raw_reviews, head_sha)
         merged = pull.merged_at is not None
         merged_by = None
         if merged:
@@ -471,7 +497,7 @@ def _query(api: str, token: str, remote: RemoteRepo, head_ref: str,
         info = PullRequestInfo(
             number=int(pull.number), state=str(pull.state), merged=merged,
             url=str(pull.html_url or pull.url), reviews=view, approvers=approvers,
-            blockers=blockers, merged_by=merged_by,
+            blockers=blockers, merged_by=merged_by, head_sha=head_sha, stale=stale,
         )  # fmt: skip
     except github.BadCredentialsException:
         raise MemexError(
@@ -537,13 +563,15 @@ def _newest(pull: Any) -> tuple[float, int]:
     return (created.timestamp() if created is not None else 0.0, int(pull.number))
 
 
-def _outcomes(ctx: Context, folder: Folder, memory_rel: str, files: list[tuple[str, str]],
-              pr: PullRequestInfo) -> tuple[list[MemoryOutcome], bool]:  # fmt: skip
+def _outcomes(ctx: Context, folder: Folder, gitrepo: GitRepo, files: list[tuple[str, str]],
+              pr: PullRequestInfo, remote_name: str) -> tuple[list[MemoryOutcome], bool]:  # fmt: skip
     """Outcomes for the PR's memory files that exist locally; when there are none, for
-    every in-repo memory still under review (proposed or approved)."""
+    every in-repo memory still under review (proposed or approved). A PR file's transition
+    stands only when the file here is the text the PR holds at its head (``_at_head``)."""
     from .. import store
     from ..memfile import MemoryFileError, read_memory
 
+    memory_rel = gitrepo.memory_rel
     rel_dir = PurePosixPath(memory_rel)
     names = sorted(
         {
@@ -566,7 +594,13 @@ def _outcomes(ctx: Context, folder: Folder, memory_rel: str, files: list[tuple[s
             except MemoryFileError as exc:
                 out.append(MemoryOutcome(path.stem, rel, None, None, "skipped", f"unreadable: {exc}"))
                 continue
-            out.append(plan(memory, rel, pr))
+            outcome = plan(memory, rel, pr)
+            if outcome.action in TRANSITIONS:
+                outcome.reviewed, problem = _at_head(gitrepo, pr, rel, path.read_bytes(), memory, key, remote_name)
+                if problem:
+                    outcome.action, outcome.to_state, outcome.steps = "skipped", None, []
+                    outcome.note = f"{problem}; not changed"
+            out.append(outcome)
         return out, True
     for path in store.memory_files(folder.path):
         try:
@@ -576,6 +610,58 @@ def _outcomes(ctx: Context, folder: Folder, memory_rel: str, files: list[tuple[s
         if memory.review_state in ("proposed", "approved"):
             out.append(plan(memory, f"{memory_rel}/{path.name}", pr))
     return out, False
+
+
+REVIEW_FIELDS = frozenset({"review_state", "approved_by", "review_note", "review_history", "updated_at", "path", "raw"})
+
+
+def _at_head(gitrepo: GitRepo, pr: PullRequestInfo, rel: str, data: bytes, memory: Memory,
+             key: str, remote_name: str) -> tuple[Memory | None, str]:  # fmt: skip
+    """(the memory as the PR's head commit holds it, "") when the local file is that text —
+    or (None, why not). What GitHub approved or merged is the head commit, not this working
+    tree: an edit made here since, or a branch behind the PR, is not what was reviewed. The
+    review fields may differ (a transition applied here and not yet pushed): the head's
+    ``review_history`` only has to be kept as a prefix."""
+    import pygit2
+
+    from ..memfile import MemoryFileError, parse_memory
+
+    sha = pr.head_sha
+    if not sha:
+        return None, "GitHub named no head commit for the PR, so what was reviewed cannot be compared with this file"
+    short = _short_sha(sha)
+    try:
+        commit = gitrepo.repo.get(sha)
+    except (ValueError, KeyError, pygit2.GitError):
+        commit = None
+    if not isinstance(commit, pygit2.Commit):
+        return None, (f"the PR's head commit {short} is not in this clone, so this file cannot be compared with "
+                      f"what was reviewed — run `git fetch {remote_name}`, then pr-status again")  # fmt: skip
+    try:
+        blob = commit.peel(pygit2.Tree)[rel]
+    except (KeyError, ValueError, pygit2.GitError):
+        blob = None
+    if not isinstance(blob, pygit2.Blob):
+        return None, f"the PR's head commit {short} holds no file {rel}"
+    try:
+        head = parse_memory(blob.data, key)
+    except MemoryFileError as exc:
+        return None, f"the file in the PR's head commit {short} is unreadable ({exc})"
+    if blob.data == data or _same_text(memory, head):
+        return head, ""
+    return None, (f"the file here is not the text of the PR's head commit {short}, which is what GitHub "
+                  "shows as reviewed — `git pull` if the branch is behind; an edit made here needs its own "
+                  "review (commit and push it)")  # fmt: skip
+
+
+def _same_text(local: Memory, head: Memory) -> bool:
+    """Everything but the review fields is equal, and the local history extends the head's."""
+    import dataclasses
+
+    for item in dataclasses.fields(local):
+        if item.name not in REVIEW_FIELDS and getattr(local, item.name) != getattr(head, item.name):
+            return False
+    return local.review_history[: len(head.review_history)] == head.review_history
 
 
 def _apply(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -> None:
@@ -604,6 +690,8 @@ def _apply_locked(ctx: Context, folder: Folder, outcomes: list[MemoryOutcome]) -
                 f"{memory.id} changed while pr-status ran ({outcome.from_state} → {memory.review_state}); "
                 "nothing was written — run it again"
             )
+        if outcome.reviewed is None or not _same_text(memory, outcome.reviewed):
+            raise MemexError(f"the text of {memory.id} changed while pr-status ran; nothing was written — run it again")
         todo.append((memory, outcome))
     for memory, outcome in todo:
         for step in outcome.steps:
