@@ -281,14 +281,48 @@ def test_merged_pr_publishes_through_the_ladder(repo: Path, fake: FakeGitHub, to
     assert "/repos/acme/widgets/pulls/12" in fake.paths()
 
 
-def test_merged_without_approvals_credits_the_merger(repo: Path, fake: FakeGitHub, token: str) -> None:
+@pytest.mark.parametrize("reviews", ["none", "stale", "commented"])
+def test_a_merge_without_an_approval_records_no_approval(
+    repo: Path, fake: FakeGitHub, token: str, reviews: str
+) -> None:
+    """The author merged the PR themselves: no review at all, an approval of an older commit,
+    or only comments. Nobody approved the merged text, so nobody is recorded as approving it
+    (it was "approved by dev", and published as a reviewed instruction)."""
+    memory = make_memory(repo, role="instruction")
+    older = commit_all(repo)
+    _rewrite(repo, memory, "Deploys go through make ship; never call kubectl by hand.")
+    commit_all(repo, "revise")
+    given = {"none": [], "stale": [FakeReview("alice", "APPROVED", commit_id=older)],
+             "commented": [FakeReview("alice", "COMMENTED")]}[reviews]  # fmt: skip
+    fake.add_pull("acme", "widgets", BRANCH, number=8, merged_at="2026-09-03T12:00:00Z", merged_by="dev",
+                  files=[rel(memory)], reviews=given)  # fmt: skip
+    before = snapshot(repo)
+
+    report = run(fake.base_url, apply=True)
+    found = outcome(report, memory)
+    assert (found["action"], found["from"], found["to"]) == ("merged-unreviewed", "proposed", None)
+    assert found["note"] == (f"PR #8 was merged by dev without an approving review of its final commit — not "
+                             f"published, nobody approved this text: review it with open-memex promote {memory.id} "
+                             "(twice, to publish)")  # fmt: skip
+    assert f"  {memory.id}  proposed (PR #8 was merged by dev without an approving review" in render(report)
+    assert render(report).splitlines()[-1] == "nothing to apply"
+    assert snapshot(repo) == before
+    after = disk(repo, memory)
+    assert (after.review_state, after.approved_by) == ("proposed", None)
+    assert not any(step.get("to") in ("approved", "published") for step in after.review_history)
+
+
+def test_a_merge_credits_the_merger_only_with_publishing(repo: Path, fake: FakeGitHub, token: str) -> None:
+    """Without merged_by, the publish step is GitHub's, not the approver's."""
     memory = make_memory(repo)
     commit_all(repo)
-    fake.add_pull("acme", "widgets", BRANCH, merged_at="2026-09-03T12:00:00Z", merged_by="carol",
-                  files=[rel(memory)])  # fmt: skip
+    fake.add_pull("acme", "widgets", BRANCH, merged_at="2026-09-03T12:00:00Z", files=[rel(memory)],
+                  reviews=[FakeReview("alice", "APPROVED")])  # fmt: skip
     run(fake.base_url, apply=True)
     after = disk(repo, memory)
-    assert (after.review_state, after.approved_by) == ("published", "carol")
+    assert (after.review_state, after.approved_by) == ("published", "alice")
+    steps = [(h["from"], h["to"], h["by"]) for h in after.review_history[len(memory.review_history):]]
+    assert steps == [("proposed", "approved", "alice"), ("approved", "published", "github")]
 
 
 def test_local_rejection_is_never_overridden(repo: Path, fake: FakeGitHub, token: str) -> None:
@@ -792,7 +826,9 @@ def test_review_decision_uses_each_reviewers_latest_decisive_review() -> None:
         ("approved", False, "open", ["a"], [], "unchanged", None),
         ("proposed", False, "open", ["a"], ["b"], "suggest-reject", None),
         ("approved", False, "open", [], ["b"], "suggest-reject", None),
-        ("proposed", True, "closed", [], ["b"], "publish", "published"),
+        ("proposed", True, "closed", [], ["b"], "merged-unreviewed", None),
+        ("proposed", True, "closed", [], [], "merged-unreviewed", None),
+        ("proposed", True, "closed", ["a"], [], "publish", "published"),
         ("approved", True, "closed", [], [], "publish", "published"),
         ("published", True, "closed", ["a"], [], "unchanged", None),
         ("rejected", True, "closed", ["a"], [], "kept", None),

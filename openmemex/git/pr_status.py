@@ -1,7 +1,8 @@
 """``pr-status``: map the branch PR's GitHub state onto each in-repo memory (D32).
 
-* PR merged → ``published`` (a ``proposed`` memory steps through ``approved`` first; each
-  step is its own ``review_history`` entry);
+* PR merged → ``published`` (a ``proposed`` memory steps through ``approved`` first, by the
+  approvers of the merged head; each step is its own ``review_history`` entry). A merge
+  with no such approval approves nothing: a ``proposed`` memory stays proposed;
 * PR approved (every reviewer's latest non-COMMENTED review is APPROVED, at least one, on
   the PR's head commit) → ``approved`` with ``approved_by`` = the approving logins (only
   from ``proposed``); an approval of an older commit approved another text and is stale;
@@ -24,7 +25,8 @@ importing this module stays cheap.
      "applied": bool}
 
 ``action`` is one of ``approve`` / ``publish`` (a transition; ``to`` is the final state),
-``suggest-reject``, ``kept`` (local rejection), ``not-submitted`` (draft), ``unchanged``
+``suggest-reject``, ``merged-unreviewed`` (a proposed memory in a PR merged with no approval
+of its final commit: not published), ``kept`` (local rejection), ``not-submitted`` (draft), ``unchanged``
 or ``skipped`` (unreadable file, personal memory, a file that is not the PR head's text);
 ``to`` is null when nothing changes. ``reviews`` lists each reviewer once with the state
 that counts (their latest non-COMMENTED review, else COMMENTED); ``stale``: an APPROVED one
@@ -279,9 +281,17 @@ def plan(memory: Memory, path: str, pr: PullRequestInfo) -> MemoryOutcome:
     elif state == "published":
         out.note = "already published"
     elif pr.merged:
-        merger = pr.merged_by or (", ".join(pr.approvers) if pr.approvers else "github")
+        merger = pr.merged_by or "github"  # who merged: never one of the approvers in their stead
+        if state == "proposed" and not pr.approvers:
+            # a merge is not a review (D29): nobody approved this text, so no approval is
+            # recorded and the ladder (no proposed → published) leaves it for a reviewer
+            out.action = "merged-unreviewed"
+            out.note = (f"PR #{pr.number} was merged by {merger} without an approving review of its final commit "
+                        f"— not published, nobody approved this text: review it with open-memex promote {memory.id} "
+                        "(twice, to publish)")  # fmt: skip
+            return out
         if state == "proposed":
-            approvers = ", ".join(pr.approvers) or merger
+            approvers = ", ".join(pr.approvers)
             out.steps.append(Step("approved", approvers, f"PR #{pr.number} merged (approved by {approvers})"))
         out.steps.append(Step("published", merger, f"PR #{pr.number} merged by {merger}"))
         out.action, out.to_state = "publish", "published"
