@@ -10,6 +10,7 @@ import re
 
 ULID = re.compile(r"(?<![0-9A-Za-z])[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}(?![0-9A-Za-z])")
 ECHO_LIMIT = 2000
+NO_CUT = 1 << 62  # what a surface returns is its own size limits' business; only echoes are cut
 
 
 def masked(text: str, limit: int = ECHO_LIMIT) -> str:
@@ -24,3 +25,15 @@ def masked(text: str, limit: int = ECHO_LIMIT) -> str:
     if spans:
         text = apply_masks(text, spans)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def for_transcript(text: str) -> str:
+    """Memory text on its way into an agent's transcript (an MCP result, the session-start
+    block): masked again and made terminal-safe (``terminal.safe``), never cut. Text is masked
+    when written, but a file edited by hand or pulled from a teammate can hold a token the
+    write path never saw, and raw ESC/OSC 8/bidi characters that would show in the host's
+    terminal as something else. One function for every surface that hands memory text to an
+    agent."""
+    from .terminal import safe
+
+    return safe(masked(text, limit=NO_CUT))

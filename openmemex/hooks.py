@@ -129,9 +129,13 @@ def _context(payload: dict[str, Any]) -> Context:
 
 
 def _output(event_name: str, context: str = "", message: str = "") -> dict[str, Any]:
+    """The host's document. ``additionalContext`` enters the agent's transcript as the MCP
+    tools' results do, so it is masked and escaped by the same function (``echo.for_transcript``)."""
     document: dict[str, Any] = {}
     if context:
-        document["hookSpecificOutput"] = {"hookEventName": event_name, "additionalContext": context}
+        from .echo import for_transcript
+
+        document["hookSpecificOutput"] = {"hookEventName": event_name, "additionalContext": for_transcript(context)}
     if message:
         document["systemMessage"] = message
     return document

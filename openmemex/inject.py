@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import freshness
 from .context import Context
+from .echo import for_transcript
 from .focus import Focus, read_focus
 from .index import placeholders
 from .text import build_query, normalize_ws
@@ -86,10 +87,7 @@ def session_block(ctx: Context, budget: int | None = None, focus: Focus | None =
         recency = 0.5 ** (age_days / HALF_LIFE_DAYS)
         review = 1.3 if row["review_state"] in REVIEWED else 1.0
         score = (1.0 + 3.0 * relevance) * IMPORTANCE.get(row["importance"], 1.0) * review * (0.4 + 0.6 * recency)
-        text = normalize_ws(row["content"])
-        if len(text) > LINE_CHARS:
-            text = text[: LINE_CHARS - 1] + "…"
-        items.append(Item(row["id"], kind, row["type"], row["review_state"], text, score))
+        items.append(Item(row["id"], kind, row["type"], row["review_state"], normalize_ws(row["content"]), score))
     items.sort(key=lambda i: -i.score)
     return _render(ctx, items, budget, len(rows))
 
@@ -152,7 +150,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int) -> Bl
     sections = {
         "instruction": "Reviewed instructions for this project and from you:",
         "personal": "About the user (personal preferences):",
-        "project": f"Project knowledge ({ctx.project.name}):",
+        "project": f"Project knowledge ({for_transcript(ctx.project.name)}):",
     }
     footer = ("Search memory (memory_search) before asking about past decisions; save what the user states "
               "(memory_add) and propose what you infer.")  # fmt: skip
@@ -161,12 +159,15 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int) -> Bl
     chosen: dict[str, list[Item]] = {k: [] for k in sections}
     kept: list[Item] = []
     for item in items:
-        state = f" [{item.review_state}]" if item.kind == "project" and item.review_state not in REVIEWED else ""
-        line = f"- [{item.type}]{state} {item.text} (id {item.id})"
-        cost = estimate_tokens(line) + 1 + (0 if chosen[item.kind] else estimate_tokens(sections[item.kind]) + 1)
+        heading = 0 if chosen[item.kind] else estimate_tokens(sections[item.kind]) + 1
+        if used + heading + estimate_tokens(_line(item, _cut(item.text))) + 1 > budget:
+            continue  # masking keeps the length and escaping only adds: it cannot fit (and is not scanned)
+        shown = _cut(for_transcript(item.text))
+        cost = estimate_tokens(_line(item, shown)) + 1 + heading
         if used + cost > budget:
             continue
         used += cost
+        item.text = shown  # what the block says
         chosen[item.kind].append(item)
         kept.append(item)
     if not kept:
@@ -175,9 +176,16 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int) -> Bl
     for kind, title in sections.items():
         if chosen[kind]:
             lines.append(title)
-            for item in chosen[kind]:
-                state = f" [{item.review_state}]" if kind == "project" and item.review_state not in REVIEWED else ""
-                lines.append(f"- [{item.type}]{state} {item.text} (id {item.id})")
+            lines += [_line(item, item.text) for item in chosen[kind]]
     lines.append(footer)
-    text = "\n".join(lines)
+    text = for_transcript("\n".join(lines))  # a secret read across two lines, too
     return Block(text, kept, estimate_tokens(text), considered)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
+
+
+def _line(item: Item, text: str) -> str:
+    state = f" [{item.review_state}]" if item.kind == "project" and item.review_state not in REVIEWED else ""
+    return f"- [{item.type}]{state} {text} (id {item.id})"

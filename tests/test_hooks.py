@@ -130,6 +130,28 @@ def test_resume_does_not_inject_twice(store: dict[str, Memory], git_repo: Path) 
     assert hook("session-start", claude_payload("SessionStart", git_repo, source="compact"), git_repo).out
 
 
+def test_session_start_masks_and_escapes_memory_text_like_the_mcp_results(git_repo: Path, data_root: Path) -> None:
+    """A memory edited by hand or pulled from a teammate never went through the write path:
+    its token, OSC 8 hyperlink and bidi override reach the agent's transcript masked and
+    escaped (as ``memory_search`` returns them), also where the line is cut inside the token."""
+    token = "ghp_" + "R3alT0kenAbCdEfGhIjKlMnOpQrStUvWxYz12"
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    hand = put(outbox, f"CI deploy token {token} \x1b]8;;https://evil.example/\x07docs\x1b]8;;\x07 \u202egnp.tset\u202c",
+               scope_key=key, visibility="internal")  # fmt: skip
+    prefix = "Release notes live in the wiki. " * 6 + "The upload uses "
+    assert len(prefix) + 8 < 239 < len(prefix) + len(token)  # the line is cut inside the token
+    long = put(outbox, prefix + token, scope_key=key, visibility="internal")
+    assert token in (outbox / f"{hand.id}.md").read_text("utf-8")  # the write path never saw it
+    result = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
+    assert result.rc == 0, result.err
+    block = json.loads(result.out)["hookSpecificOutput"]["additionalContext"]
+    assert hand.id in block and long.id in block
+    assert "ghp_" + "xxxx" in block and "R3al" not in block
+    assert "\x1b" not in block and "\x07" not in block and "\u202e" not in block
+    assert "\\x1b]8;;https://evil.example/" in block and "\\u202egnp.tset" in block  # shown, inert
+
+
 async def test_capture_once_then_the_agent_is_refused(git_repo: Path, data_root: Path) -> None:
     payload = claude_payload("UserPromptSubmit", git_repo, prompt="remember that we deploy on Fridays")
     first = hook("user-prompt", payload, git_repo)

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from .. import __version__, guidance
 from ..context import Context
-from ..echo import masked
+from ..echo import NO_CUT, for_transcript, masked
 from ..errors import MemexError
 from ..terminal import safe
 from .calls import Session, ToolFailure
@@ -72,12 +72,9 @@ def _result(text: str, data: dict[str, Any], warnings: list[str], drafts: int | 
     lines += [f"note: {w}" for w in warnings]
     if drafts:
         lines.append(guidance.outbox_note(drafts))
-    body = safe(masked("\n".join(lines), limit=_NO_CUT))
+    body = for_transcript("\n".join(lines))
     return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=_masked_doc(data),
                           is_error=False)  # fmt: skip
-
-
-_NO_CUT = 1 << 62  # results are the tool's own size limits' business; only echoes are cut
 
 
 def _masked_doc(value: Any) -> Any:
@@ -86,7 +83,7 @@ def _masked_doc(value: Any) -> Any:
     strings: list[str] = []
     _strings(value, strings)
     joined = "\n".join(strings)
-    if masked(joined, limit=_NO_CUT) == joined:
+    if masked(joined, limit=NO_CUT) == joined:
         return value
     return _mask_each(value)
 
@@ -105,7 +102,7 @@ def _strings(value: Any, out: list[str]) -> None:
 
 def _mask_each(value: Any) -> Any:
     if isinstance(value, str):
-        return masked(value, limit=_NO_CUT) if len(value) >= 8 else value  # no secret rule matches fewer
+        return masked(value, limit=NO_CUT) if len(value) >= 8 else value  # no secret rule matches fewer
     if isinstance(value, dict):
         return {k: _mask_each(v) for k, v in value.items()}
     if isinstance(value, list):
