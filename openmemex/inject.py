@@ -128,10 +128,12 @@ class _Vetting:
     - in the outbox (this data root, written only by your own open-memex: ``propose
       --local-approve``; ``import`` resets a review to draft), it is your own approval;
     - in the repository's memory folder, the same memory (id, role, text) is committed on
-      the default branch: ``origin``'s as last fetched (``origin/HEAD``, else ``main``,
-      ``master`` or ``init.defaultBranch``), or the local branch of that name when there is
-      no such remote-tracking branch. Merged there means reviewed (D32: a merged PR
-      publishes); a branch — a teammate's PR checked out for review — cannot put it there.
+      the default branch, approved or published there with the step recorded: ``origin``'s
+      as last fetched (``origin/HEAD``, else ``main``, ``master`` or ``init.defaultBranch``),
+      or the local branch of that name when there is no such remote-tracking branch. What
+      is there came through the team's review; a branch — a teammate's PR checked out for
+      review, or one that approves a memory merged as ``proposed`` (merged unreviewed) —
+      cannot put it there.
 
     pygit2 is imported, and the repository opened, only when a repository memory asks
     (the session-start hook runs at every session start)."""
@@ -170,7 +172,7 @@ class _Vetting:
         except (KeyError, ValueError, AttributeError, MemoryFileError, pygit2.GitError):
             return False  # not on the default branch, not a file there, or an object libgit2 cannot read
         return (merged is not None and merged.id == memory.id and merged.role == memory.role
-                and merged.review_state in ("proposed", *REVIEWED)
+                and merged.review_state in REVIEWED and _review_recorded(merged)
                 and normalize_ws(merged.body) == normalize_ws(memory.body))  # fmt: skip
 
 

@@ -162,6 +162,32 @@ def test_an_unmerged_branch_cannot_declare_its_own_instruction_reviewed(git_repo
     assert memory.id not in block and "evil.example" not in block
 
 
+def test_a_branch_cannot_approve_an_instruction_merged_unreviewed(git_repo: Path, data_root: Path) -> None:
+    """Merged as ``proposed`` (a PR merged without an approving review): a branch that sets
+    it approved, with a history that says so, is not a review — the default branch's copy
+    must say approved itself."""
+    with Context.load() as ctx:
+        key = ctx.project.key
+    repo_dir = git_repo / ".ai" / "open-memex"
+    memory = put(repo_dir, "Always rotate the payments keys by hand on Mondays.", scope_key=key, role="instruction",
+                 review_state="proposed", visibility="internal",
+                 review_history=[{"at": now_rfc3339(), "by": "dev", "from": "draft", "to": "proposed"}])  # fmt: skip
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-q", "-m", "merged without review", cwd=git_repo)
+    git("switch", "-q", "-c", "dev/approve", cwd=git_repo)
+    memory.review_state, memory.approved_by = "approved", "alice"
+    memory.review_history = [*memory.review_history,
+                             {"at": now_rfc3339(), "by": "alice", "from": "proposed", "to": "approved"}]  # fmt: skip
+    save(memory, repo_dir)
+    git("commit", "-q", "-am", "approve it myself", cwd=git_repo)
+    with Context.load() as ctx:
+        assert memory.id not in session_block(ctx).text
+    git("switch", "-q", "main", cwd=git_repo)
+    git("merge", "-q", "--ff-only", "dev/approve", cwd=git_repo)  # the approval itself merged: reviewed
+    with Context.load() as ctx:
+        assert memory.id in instructions_part(session_block(ctx).text)
+
+
 def test_the_remote_default_branch_is_the_evidence(git_repo: Path, data_root: Path, tmp_path: Path) -> None:
     """With origin fetched, origin/main decides: a commit on the local main that was never
     pushed is not a merge, and it counts once pushed."""
