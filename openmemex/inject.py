@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,7 +99,10 @@ def session_block(ctx: Context, budget: int | None = None, focus: Focus | None =
         items.append(Item(row["id"], kind, row["type"], row["review_state"], normalize_ws(row["content"]), score,
                           row if vet else None))  # fmt: skip
     items.sort(key=lambda i: -i.score)
-    return _render(ctx, items, budget, len(rows), _Vetting(ctx))
+    vetted = _Vetting(ctx)
+    block = _render(ctx, items, budget, len(rows), vetted)
+    vetted.save()
+    return block
 
 
 def _admit(row: sqlite3.Row, own_personal: set[str]) -> str | None:
@@ -135,39 +138,106 @@ class _Vetting:
       review, or one that approves a memory merged as ``proposed`` (merged unreviewed) —
       cannot put it there.
 
-    pygit2 is imported, and the repository opened, only when a repository memory asks
-    (the session-start hook runs at every session start)."""
+    The hook runs at every session start, so a repository verdict is kept in the data root
+    (``VETTED_FILE``) for as long as the default branch's commit and the file (size, times,
+    inode) stay as they were: the branch's commit is read from the ref files, and pygit2 is
+    imported, the repository opened and the file read only when one of them changed."""
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         folders = {f.location: str(f.path) for f in ctx.folders("project")}
         self._outbox, self._repo = folders.get("outbox"), folders.get("repo")
+        self._tip: tuple[str, str] | None = None  # (ref, commit) of the default branch
+        self._looked = False
         self._tree: Any = None
         self._opened = False
+        self._known: dict[str, Any] | None = None  # this repository's entry of VETTED_FILE
+        self._changed = False
 
     def __call__(self, row: sqlite3.Row) -> bool:
         if row["review_state"] not in REVIEWED or row["dir"] not in (self._outbox, self._repo):
             return False
-        memory = _read(Path(row["file_path"]))
-        if memory is None or not _review_recorded(memory):
-            return False
-        return row["dir"] == self._outbox or self._merged(Path(row["file_path"]), memory)
+        path = Path(row["file_path"])
+        if row["dir"] == self._repo:
+            return self._in_repo(path)
+        memory = _read(path)
+        return memory is not None and _review_recorded(memory)
 
-    def _merged(self, path: Path, memory: Memory) -> bool:
-        from .memfile import MemoryFileError, parse_memory
-
+    def _in_repo(self, path: Path) -> bool:
         info = self._ctx.project.repo
         if info is None:
             return False
+        if not self._looked:
+            self._looked = True
+            self._tip = default_branch(info.git_dir, info.common_dir)
+        if self._tip is None:
+            return False
+        try:
+            rel = path.relative_to(info.workdir).as_posix()
+            st = path.stat()
+        except (ValueError, OSError):
+            return False
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        files = self._files(str(info.workdir))
+        seen = files.get(rel)
+        if isinstance(seen, list) and len(seen) == 5 and seen[:4] == stamp and isinstance(seen[4], bool):
+            return seen[4]
+        memory = _read(path)
+        verdict = memory is not None and _review_recorded(memory) and self._merged(info.workdir, rel, memory)
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:  # (a file changed within the
+            files[rel] = [*stamp, verdict]  # clock's tick keeps its times: like git, it is not trusted)
+            self._changed = True
+        return verdict
+
+    def _files(self, workdir: str) -> dict[str, Any]:
+        """The verdicts kept for this repository at this commit of its default branch."""
+        if self._known is None:
+            import json
+
+            try:
+                kept = json.loads((self._ctx.root / VETTED_FILE).read_text("utf-8"))
+                entry = kept.get(workdir) if isinstance(kept, dict) and kept.get("v") == VETTED_VERSION else None
+            except (OSError, ValueError):
+                entry = None
+            tip = list(self._tip or ())
+            fresh = isinstance(entry, dict) and entry.get("tip") == tip and isinstance(entry.get("files"), dict)
+            self._known = entry if fresh and isinstance(entry, dict) else {"tip": tip, "files": {}}
+        files: dict[str, Any] = self._known["files"]
+        return files
+
+    def save(self) -> None:
+        """Keep the new verdicts (best effort: a data root we cannot write only costs time)."""
+        info = self._ctx.project.repo
+        if not self._changed or self._known is None or info is None:
+            return
+        import json
+
+        from .errors import MemexError
+        from .store import write_atomic
+
+        path = self._ctx.root / VETTED_FILE
+        try:
+            kept = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            kept = {}
+        if not isinstance(kept, dict) or kept.get("v") != VETTED_VERSION:
+            kept = {"v": VETTED_VERSION}
+        kept[str(info.workdir)] = self._known
+        with contextlib.suppress(OSError, MemexError):
+            write_atomic(path, json.dumps(kept))
+
+    def _merged(self, workdir: Path, rel: str, memory: Memory) -> bool:
+        from .memfile import MemoryFileError, parse_memory
+
         if not self._opened:
             self._opened = True
-            self._tree = _default_tree(info.workdir)
+            self._tree = _tree(workdir, self._tip[1]) if self._tip else None
         if self._tree is None:
             return False
-        import pygit2  # imported by _default_tree
+        import pygit2  # imported by _tree
 
         try:
-            data = self._tree[path.relative_to(info.workdir).as_posix()].data
+            data = self._tree[rel].data
             merged = parse_memory(data) if isinstance(data, bytes) else None
         except (KeyError, ValueError, AttributeError, MemoryFileError, pygit2.GitError):
             return False  # not on the default branch, not a file there, or an object libgit2 cannot read
@@ -176,27 +246,58 @@ class _Vetting:
                 and normalize_ws(merged.body) == normalize_ws(memory.body))  # fmt: skip
 
 
-def _default_tree(workdir: Path) -> Any:
-    """The tree of the repository's default branch (see ``_Vetting``), or None."""
+VETTED_FILE = "vetted-reviews.json"
+VETTED_VERSION = 1
+RACY_NS = 2_000_000_000
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_BRANCH = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
+
+
+def default_branch(git_dir: Path, common_dir: Path) -> tuple[str, str] | None:
+    """(ref, commit id) of the repository's default branch (see ``_Vetting``), read from
+    the ref files as git writes them (loose, then ``packed-refs``) — no pygit2. None when
+    there is none (or the refs are in a reftable, which libgit2 cannot read either)."""
+    from .gitinfo import config_value
+
+    if (common_dir / "reftable").exists():
+        return None
+    packed: dict[str, str] = {}
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for line in (common_dir / "packed-refs").read_text("utf-8").splitlines():
+            oid, _, name = line.partition(" ")
+            if _OID.fullmatch(oid):
+                packed[name.strip()] = oid
+
+    def read(name: str, depth: int = 0) -> tuple[str, str] | None:
+        try:
+            text = (common_dir / name).read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            text = packed.get(name, "")
+        if text.startswith("ref: ") and depth < 3:
+            target = text[5:].strip()
+            return read(target, depth + 1) if target.startswith("refs/") and _BRANCH.fullmatch(target) else None
+        return (name, text) if _OID.fullmatch(text) else None
+
+    names = ["main", "master"]
+    configured = config_value("init", "defaultBranch", git_dir)
+    if configured and _BRANCH.fullmatch(configured):
+        names.insert(0, configured)
+    wanted = ["refs/remotes/origin/HEAD"] + [f"refs/remotes/origin/{n}" for n in names] + [f"refs/heads/{n}" for n in names]
+    for name in wanted:
+        found = read(name)
+        if found is not None:
+            return found
+    return None
+
+
+def _tree(workdir: Path, commit: str) -> Any:
+    """The tree of ``commit`` (pygit2, imported here), or None."""
     import pygit2
 
     try:
-        repo = pygit2.Repository(str(workdir))
-        names = ["main", "master"]
-        with contextlib.suppress(KeyError, ValueError, pygit2.GitError):
-            names.insert(0, str(repo.config["init.defaultBranch"]))
-        refs = repo.references
-        wanted: list[str] = []
-        if "refs/remotes/origin/HEAD" in refs:
-            target = refs["refs/remotes/origin/HEAD"].target
-            wanted += [target] if isinstance(target, str) else []
-        wanted += [f"refs/remotes/origin/{n}" for n in names] + [f"refs/heads/{n}" for n in names]
-        for name in wanted:
-            if name in refs:
-                return refs[name].peel(pygit2.Tree)
+        return pygit2.Repository(str(workdir))[commit].peel(pygit2.Tree)
     except (KeyError, ValueError, pygit2.GitError, OSError):
         return None
-    return None
 
 
 def _read(path: Path) -> Memory | None:
@@ -238,7 +339,7 @@ def _candidates(conn: sqlite3.Connection, dirs: list[str], focus: Focus) -> dict
     return found
 
 
-def _render(ctx: Context, items: list[Item], budget: int, considered: int, vetted: Callable[[sqlite3.Row], bool]) -> Block:
+def _render(ctx: Context, items: list[Item], budget: int, considered: int, vetted: _Vetting) -> Block:
     sections = {
         "instruction": "Reviewed instructions for this project and from you:",
         "personal": "About the user (personal preferences):",
