@@ -89,7 +89,16 @@ class Hit:
 class Drop:
     pattern: str
     body: str
-    reason: str  # too-short | too-long
+    reason: str  # too-short | too-long | refused
+    why: str = ""  # the write path's refusal, for "refused"
+
+    def told(self) -> str:
+        """Why nothing was saved, as the hook says it."""
+        if self.reason == "too-short":
+            return f"{len(self.body)} characters (at least {MIN_BODY} needed)"
+        if self.reason == "too-long":
+            return f"too long ({MAX_BODY} at most)"
+        return f"refused: {self.why}"
 
 
 @dataclass
@@ -156,15 +165,21 @@ def capture(ctx: Context, found: Scan) -> tuple[list[Captured], list[Drop]]:
     """Save what ``scan`` found, through the one write path (redaction, dedup, locks):
     type fact, tag ``keyword``, source ``keyword`` — the mark the turn-echo guard (D73)
     looks for when the agent tries to save the same sentence right after."""
+    from .errors import UsageError
     from .write import add_memory, clean
 
     saved: list[Captured] = []
+    refused: list[Drop] = []
     for hit in found.hits:
-        result = add_memory(ctx, hit.body, scope="personal" if hit.personal else "project", type="fact",
-                            tags=["keyword"], source="keyword")  # fmt: skip
+        try:
+            result = add_memory(ctx, hit.body, scope="personal" if hit.personal else "project", type="fact",
+                                tags=["keyword"], source="keyword")  # fmt: skip
+        except UsageError as exc:  # this line's text (a NUL, a conflict marker …): the others still count
+            refused.append(Drop(hit.pattern, hit.body, "refused", str(exc)))
+            continue
         body = result.memory.body if result.memory is not None else clean(ctx, hit.body).text
         saved.append(Captured(result.id, result.scope, result.status, body, hit.pattern, result.masked))
-    return saved, [shown(ctx, drop) for drop in found.dropped]
+    return saved, [shown(ctx, drop) for drop in [*found.dropped, *refused]]
 
 
 def shown(ctx: Context, drop: Drop) -> Drop:
@@ -173,4 +188,4 @@ def shown(ctx: Context, drop: Drop) -> Drop:
     from .write import clean
 
     text = clean(ctx, drop.body).text
-    return Drop(drop.pattern, text if drop.reason == "too-short" else text[:80], drop.reason)
+    return Drop(drop.pattern, text if drop.reason == "too-short" else text[:80], drop.reason, drop.why)

@@ -152,9 +152,8 @@ def user_prompt(payload: dict[str, Any], found: Scan) -> dict[str, Any]:
     with ctx:
         saved, dropped = capture(ctx, found)
     told = [f"open-memex: remembered → {c.scope}: \"{_preview(c.body)}\" (id {c.id})" for c in saved]
-    told += [f"open-memex: \"{d.pattern}\" matched but nothing was saved: \"{_preview(d.body)}\" is "
-             + (f"{len(d.body)} characters (at least 3 needed)" if d.reason == "too-short" else "too long (2000 at most)")
-             for d in dropped]  # fmt: skip
+    told += [f"open-memex: \"{d.pattern}\" matched but nothing was saved: \"{_preview(d.body)}\" "
+             + ("— " if d.reason == "refused" else "is ") + d.told() for d in dropped]  # fmt: skip
     return _output("UserPromptSubmit", handoff([(c.id, c.scope, c.body) for c in saved]), "\n".join(told))
 
 

@@ -351,6 +351,22 @@ def test_a_dropped_fragment_is_reported_to_the_user(git_repo: Path, data_root: P
     assert not (data_root / "memories").exists() or not list((data_root / "memories").rglob("*.md"))
 
 
+def test_a_refused_line_does_not_hide_what_was_saved(git_repo: Path, data_root: Path) -> None:
+    """One message, two captures, the second refused by the write path (a NUL): the first was
+    saved, but the refusal escaped the loop and the hook printed nothing — no D73 hand-off, no
+    "remembered" line, as if nothing had been kept."""
+    prompt = "remember that deploys need the VPN\nnote: the cache lives in redis\x00 db 3"
+    result = hook("user-prompt", claude_payload("UserPromptSubmit", git_repo, prompt=prompt), git_repo)
+    assert result.rc == 0, result.err
+    document = json.loads(result.out)
+    assert "deploys need the VPN" in document["hookSpecificOutput"]["additionalContext"]
+    told = document["systemMessage"].splitlines()
+    assert told[0].startswith("open-memex: remembered → project") and len(told) == 2
+    assert told[1].startswith('open-memex: "note" matched but nothing was saved') and "NUL character" in told[1]
+    assert "\x00" not in document["systemMessage"]
+    assert len(list((data_root / "memories").rglob("*.md"))) == 1
+
+
 def test_no_trigger_is_the_fast_path(git_repo: Path, data_root: Path) -> None:
     """No trigger word: no output, no index, and none of the heavy modules imported."""
     code = ("import json, sys; from openmemex.cli import entry; "
