@@ -5,7 +5,9 @@ by hand; it never edits AGENTS.md.
 AGENTS.md is committed and read by every agent in the repository, so only project
 memories are candidates: personal ones — instructions above all — never appear (iron
 rule 2), and an instruction enters only once it was approved or published (iron rule 1).
-Rejected memories are left out; drafts are marked unreviewed. The footer teaches the
+Rejected memories are left out; drafts are marked unreviewed. Each line is masked and made
+terminal-safe as an MCP result is (``echo.for_transcript``): a file edited by hand or pulled
+can hold a token the write path never saw, and this text is headed for git. The footer teaches the
 checkpoint habit (§3.5) wherever the file lands — opencode reads AGENTS.md and never
 sees the MCP handshake (D43).
 """
@@ -17,6 +19,7 @@ from collections import defaultdict
 
 from . import freshness
 from .context import Context
+from .echo import for_transcript
 from .errors import UsageError
 from .index import placeholders
 from .model import TYPES
@@ -70,7 +73,10 @@ def distill_agents(ctx: Context, types: list[str] | None = None, limit: int = DE
     by_type: dict[str, list[str]] = defaultdict(list)
     labels = _labels(list(picked))
     for memory_id, (type, state, content) in picked.items():
-        first = next((normalize_ws(line) for line in content.splitlines() if line.strip()), "")
+        # a fence line would open a code block that swallows the rest of the section
+        first = next((normalize_ws(line) for line in content.splitlines()
+                      if line.strip() and not line.lstrip().startswith(("```", "~~~"))), "")  # fmt: skip
+        first = for_transcript(first)  # AGENTS.md is committed and read by agents: masked, escapes shown
         if len(first) > LINE_CHARS:
             first = first[:LINE_CHARS].rstrip() + "…"
         mark = "" if state in REVIEWED else " (unreviewed)"

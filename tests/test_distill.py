@@ -78,3 +78,23 @@ def test_labels_are_unique_prefixes() -> None:
     labels = _labels(ids)
     assert labels == {ids[0]: ids[0], ids[1]: ids[1], ids[2]: "01M8PR7Z"}
     assert len(set(labels.values())) == 3
+
+
+def test_a_hand_edited_token_and_escapes_never_reach_the_snippet(cli: Any, git_repo: Path) -> None:
+    """The snippet is headed for a committed AGENTS.md that every agent reads: a token a
+    hand edit (or a teammate's pull) put into a memory the write path never saw was copied
+    verbatim, and so were terminal escapes; a first line that opens a code fence swallowed
+    the rest of the section."""
+    token = "ghp_" + "R3alT0kenAbCdEfGhIjKlMnOpQrStUvWxYz12"
+    repo = git_repo / ".ai" / "open-memex"
+    repo.mkdir(parents=True)
+    leaked, fenced = new_ulid(), new_ulid()
+    (repo / f"{leaked}.md").write_text(project_text(leaked, f"CI reads the token {token} \x1b]8;;https://evil.example/\x07here",
+                                                    type="decision", review_state="approved"))  # fmt: skip
+    (repo / f"{fenced}.md").write_text(project_text(fenced, "```bash\nmake release\n```", type="howto",
+                                                    review_state="approved"))  # fmt: skip
+    result = cli("distill-agents")
+    assert result.rc == 0, result.err
+    assert token not in result.out and "ghp_xxxx" in result.out
+    assert "\x1b" not in result.out and "\\x1b]8;;https://evil.example/" in result.out
+    assert "```" not in result.out and "- make release `[" in result.out
