@@ -36,12 +36,8 @@ PROMOTE = "record each review step with `open-memex promote {id}` (after a merge
 REVIEWED_FIELDS = ("body", "type", "role", "importance", "tags", "aliases")
 PUBLISHED_FIELDS = (*REVIEWED_FIELDS, "proposed_by", "approved_by")
 UNORDERED = ("tags", "aliases")
-ENTER = {
-    "published": "let it enter as `proposed`, with the history `open-memex submit` writes (draft → proposed); "
-                 "after the merge, `open-memex pr-status --apply` records approved and published",
-    "approved": "let it enter as `proposed` (submit it without `propose --local-approve`, no `promote` before the merge); "
-                "after the merge, `open-memex pr-status --apply` records the PR's approval",
-}  # fmt: skip
+ENTER = ("let it enter as `proposed` (or `approved`, as `pr-status --apply` records the PR's approval before the "
+         "merge); after the merge, `open-memex pr-status --apply` on its branch records published")
 
 
 @dataclass(frozen=True)
@@ -180,10 +176,12 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None, a
 
     Against a base, what the change adds is judged too (the file alone cannot tell a real
     review from a typed one): a memory that ``arrives`` with this ``"pr"`` or ``"commit"``
-    cannot be published already (publishing is its PR's merge, D32), nor approved inside
-    the PR that brings it (approval is that PR's review; a commit may carry a local approval,
-    D25); a published memory takes no further step, and a reviewed one keeps what was
-    reviewed (:func:`reviewed_edit_problems`)."""
+    cannot be published already (publishing is its PR's merge, D32). It may arrive approved:
+    ``pr-status --apply`` records the PR's approval on its branch before the merge, and the
+    PR's reviewers see that line in the diff they approve (no file can prove a GitHub review;
+    what the session-start hook trusts is the default branch, ``inject._Vetting``). A
+    published memory takes no further step, and a reviewed one keeps what was reviewed
+    (:func:`reviewed_edit_problems`)."""
     problems: list[Problem] = []
     history = [e for e in memory.review_history if isinstance(e, dict)]
     state = memory.review_state
@@ -202,12 +200,10 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None, a
     elif history and history[-1].get("to") != state:
         problems.append(Problem(path, at_state, "review-transition",
                                 f"review_state is {state} but the last review_history entry records → {history[-1].get('to')}", fix))  # fmt: skip
-    if arrives is not None and (state == "published" or (state == "approved" and arrives == "pr")):
-        how = ("publishing is the merge of the PR that brings it (D32)" if state == "published"
-               else "its approval is the review of the PR that brings it, on GitHub (D32), not a line in the file")  # fmt: skip
+    if arrives is not None and state == "published":
         problems.append(Problem(path, at_state, "review-claim",
-                                f"{memory.id} is new in this {'pull request' if arrives == 'pr' else 'commit'} but already {state}: {how}",
-                                ENTER[state]))  # fmt: skip
+                                f"{memory.id} is new in this {'pull request' if arrives == 'pr' else 'commit'} but already "
+                                "published: publishing is the merge of the PR that brings it (D32)", ENTER))  # fmt: skip
     if base is None:
         return problems
     kept = [_stated(e) for e in base.review_history if isinstance(e, dict)]
