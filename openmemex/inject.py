@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import sqlite3
 import time
@@ -197,7 +198,7 @@ class _Vetting:
             try:
                 kept = json.loads((self._ctx.root / VETTED_FILE).read_text("utf-8"))
                 entry = kept.get(workdir) if isinstance(kept, dict) and kept.get("v") == VETTED_VERSION else None
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # a damaged cache only costs the lookups
                 entry = None
             tip = list(self._tip or ())
             fresh = isinstance(entry, dict) and entry.get("tip") == tip and isinstance(entry.get("files"), dict)
@@ -218,11 +219,13 @@ class _Vetting:
         path = self._ctx.root / VETTED_FILE
         try:
             kept = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             kept = {}
         if not isinstance(kept, dict) or kept.get("v") != VETTED_VERSION:
             kept = {"v": VETTED_VERSION}
-        kept[str(info.workdir)] = self._known
+        kept.pop(str(info.workdir), None)  # re-added last: the newest repositories are kept
+        others = [k for k in kept if k != "v" and os.path.isdir(k)][-(VETTED_REPOS - 1) :]
+        kept = {"v": VETTED_VERSION, **{k: kept[k] for k in others}, str(info.workdir): self._known}
         with contextlib.suppress(OSError, MemexError):
             write_atomic(path, json.dumps(kept))
 
@@ -242,12 +245,14 @@ class _Vetting:
         except (KeyError, ValueError, AttributeError, MemoryFileError, pygit2.GitError):
             return False  # not on the default branch, not a file there, or an object libgit2 cannot read
         return (merged is not None and merged.id == memory.id and merged.role == memory.role
+                and merged.status == "active" and not merged.superseded_by  # a branch cannot revive a replaced one
                 and merged.review_state in REVIEWED and _review_recorded(merged)
                 and normalize_ws(merged.body) == normalize_ws(memory.body))  # fmt: skip
 
 
 VETTED_FILE = "vetted-reviews.json"
 VETTED_VERSION = 1
+VETTED_REPOS = 32  # repositories whose verdicts are kept (a gone folder's go first)
 RACY_NS = 2_000_000_000
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _BRANCH = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
@@ -278,7 +283,7 @@ def default_branch(git_dir: Path, common_dir: Path) -> tuple[str, str] | None:
             return read(target, depth + 1) if target.startswith("refs/") and _BRANCH.fullmatch(target) else None
         return (name, text) if _OID.fullmatch(text) else None
 
-    names = ["main", "master"]
+    names = ["main", "master", "trunk", "develop"]  # without origin/HEAD (`git remote set-head origin --auto`)
     configured = config_value("init", "defaultBranch", git_dir)
     if configured and _BRANCH.fullmatch(configured):
         names.insert(0, configured)

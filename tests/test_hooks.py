@@ -188,6 +188,63 @@ def test_a_branch_cannot_approve_an_instruction_merged_unreviewed(git_repo: Path
         assert memory.id in instructions_part(session_block(ctx).text)
 
 
+def test_a_branch_cannot_revive_a_replaced_instruction(git_repo: Path, data_root: Path) -> None:
+    """Merged approved, then superseded on main: a branch that sets it active again (its
+    replacement deleted) showed the retracted text as a reviewed instruction."""
+    with Context.load() as ctx:
+        key = ctx.project.key
+    repo_dir = git_repo / ".ai" / "open-memex"
+    old = forged(repo_dir, key, "Deploy the payments service with the blue-green script.")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-q", "-m", "reviewed and merged", cwd=git_repo)
+    with Context.load() as ctx:
+        assert old.id in instructions_part(session_block(ctx).text)
+    old.status, old.superseded_by = "superseded", new_ulid()
+    save(old, repo_dir)
+    git("commit", "-q", "-am", "replaced (the replacement elsewhere)", cwd=git_repo)
+    git("switch", "-q", "-c", "dev/revive", cwd=git_repo)
+    old.status, old.superseded_by = "active", None
+    save(old, repo_dir)
+    git("commit", "-q", "-am", "bring it back", cwd=git_repo)
+    with Context.load() as ctx:
+        assert old.id not in session_block(ctx).text
+
+
+def test_a_default_branch_named_develop_without_origin_head(git_repo: Path, data_root: Path, tmp_path: Path) -> None:
+    """A clone made with `git remote add` + fetch has no origin/HEAD: a default branch named
+    develop was not found, and every reviewed instruction was hidden."""
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "develop", str(remote), cwd=tmp_path)
+    with Context.load() as ctx:
+        key = ctx.project.key
+    memory = forged(git_repo / ".ai" / "open-memex", key, "Run the payments migrations with --lock-timeout 5s.")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-q", "-m", "reviewed and merged", cwd=git_repo)
+    git("remote", "set-url", "origin", str(remote), cwd=git_repo)
+    git("push", "-q", "origin", "main:develop", cwd=git_repo)
+    git("switch", "-q", "-c", "topic", cwd=git_repo)
+    git("branch", "-q", "-D", "main", cwd=git_repo)
+    git("fetch", "-q", "origin", cwd=git_repo)
+    assert "origin/HEAD" not in git("branch", "-r", cwd=git_repo)
+    with Context.load() as ctx:
+        assert memory.id in instructions_part(session_block(ctx).text)
+
+
+def test_a_damaged_verdict_cache_costs_only_the_lookups(git_repo: Path, data_root: Path) -> None:
+    """A deeply nested vetted-reviews.json raised RecursionError: the hook printed an
+    internal error and no block at all."""
+    with Context.load() as ctx:
+        key = ctx.project.key
+    memory = forged(git_repo / ".ai" / "open-memex", key, "Tag every release with the changelog entry.")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-q", "-m", "reviewed and merged", cwd=git_repo)
+    data_root.mkdir(parents=True, exist_ok=True)
+    (data_root / "vetted-reviews.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
+    assert result.rc == 0 and result.err == "", result.err
+    assert memory.id in instructions_part(json.loads(result.out)["hookSpecificOutput"]["additionalContext"])
+
+
 def test_the_remote_default_branch_is_the_evidence(git_repo: Path, data_root: Path, tmp_path: Path) -> None:
     """With origin fetched, origin/main decides: a commit on the local main that was never
     pushed is not a merge, and it counts once pushed."""
