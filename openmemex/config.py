@@ -123,9 +123,9 @@ def check_url(value: Any) -> str:
         parts.port  # noqa: B018  (a port out of range raises here, not at the first request)
     except ValueError:
         parts = None
-    if parts is not None and "@" in parts.netloc:
+    if parts is not None and ("@" in parts.netloc or parts.query or parts.fragment):  # ?access_token=…
         raise UrlCredentialsError(
-            "the URL holds credentials (user:token@) — give it without them; the token comes from "
+            "the URL holds credentials (user:token@) or a query — give the API's base URL alone; the token comes from "
             "GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
         )
     if parts is None or parts.scheme not in ("https", "http") or not parts.hostname:

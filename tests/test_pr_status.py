@@ -1042,7 +1042,7 @@ def test_an_api_url_with_credentials_is_refused_without_printing_it(
     commit_all(repo)
     with pytest.raises(MemexError) as info:
         run(url)
-    assert str(info.value).startswith("--api-url: the URL holds credentials (user:token@) — give it without them")
+    assert str(info.value).startswith("--api-url: the URL holds credentials (user:token@) or a query — give the API's base URL alone")
     assert secret not in str(info.value) and fake.requests == []  # refused before anything is sent
 
     config = paths.config_path(data_root)
@@ -1050,9 +1050,12 @@ def test_an_api_url_with_credentials_is_refused_without_printing_it(
     result = cli("config", "set", "github.apiUrl", url)
     assert result.rc == 2 and secret not in result.err + result.out
     assert result.err.strip().splitlines() == [
-        "open-memex: error: invalid value for github.apiUrl: the URL holds credentials (user:token@) — give it "
-        "without them; the token comes from GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
+        "open-memex: error: invalid value for github.apiUrl: the URL holds credentials (user:token@) or a query — "
+        "give the API's base URL alone; the token comes from GH_TOKEN, GITHUB_TOKEN or `gh auth login`"
     ]
+    for hidden in (f"http://127.0.0.1:{fake.port}/api/v3?access_token={secret}", f"http://127.0.0.1:{fake.port}/api/v3#{secret}"):
+        refused = cli("config", "set", "github.apiUrl", hidden)
+        assert refused.rc == 2 and secret not in refused.err + refused.out
     assert (config.read_bytes() if config.exists() else None) == before  # nothing stored
 
     config.parent.mkdir(parents=True, exist_ok=True)

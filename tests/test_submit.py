@@ -374,3 +374,19 @@ def test_submit_commits_a_repository_memory_changed_since_its_commit(cli: Any, g
     assert f"committed {memory} (in the repository folder, changed since its last commit)" in result.out
     assert "review_state: approved" in git("show", f"HEAD:.ai/open-memex/{memory}.md", cwd=git_repo)
     assert git("status", "--porcelain", cwd=git_repo).strip() == ""
+
+
+def test_submit_refuses_an_approved_memory_edited_in_place(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """`check` refuses a reviewed memory's text changed in place (reviewed-edit); submit
+    committed it as "changed since its last commit", still approved, for check to fail."""
+    memory = draft(cli, "Payments retries need idempotency keys")
+    assert cli("submit", memory).rc == 0
+    assert cli("promote", memory, "--by", "lead").rc == 0
+    path = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    git("commit", "-q", "-am", "approved", cwd=git_repo)
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    path.write_text(path.read_text().replace("need idempotency keys", "never need idempotency keys"))
+    result = cli("submit", memory)
+    assert result.rc != 0 and "changed in place" in result.err and "nothing was submitted" in result.err
+    assert "--resubmit" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head

@@ -426,10 +426,28 @@ def _take_repository_copy(ctx: Context, job: _Job, gitrepo: GitRepo, memory_id: 
         _found(job, target, f"superseded by {memory.superseded_by}")
         return
     why = "changed since its last commit" if _in_head(gitrepo, target) else "never committed"
+    _refuse_reviewed_edit(ctx, gitrepo, target, memory, data)
     _check_found_copy(ctx, gitrepo, target, memory, "fix the file, then retry",
                       f"set its review_state back to proposed and retry, or commit the file yourself "
                       f"(git add {shlex.quote(rel)} && git commit)")  # fmt: skip
     _found(job, target, f"in the repository folder, {why}")
+
+
+def _refuse_reviewed_edit(ctx: Context, gitrepo: GitRepo, target: Path, memory: Memory, data: bytes) -> None:
+    """A reviewed memory's text changed in place is no review step: ``check`` refuses it in
+    the PR (``reviewed-edit``), so submit does not commit it either — one rule, check's."""
+    from ..check import reviewed_edit_problems
+
+    held = _head_bytes(gitrepo, target)
+    if held is None:
+        return
+    try:
+        before = parse_memory(held, ctx.project.key)
+    except MemoryFileError:
+        return
+    found = reviewed_edit_problems(gitrepo.rel(target), data.decode("utf-8", errors="replace"), memory, before)
+    if found:
+        raise LifecycleError(f"{found[0].message} — nothing was submitted; {found[0].fix}")
 
 
 def _take_chain_partners(ctx: Context, job: _Job, gitrepo: GitRepo) -> None:
