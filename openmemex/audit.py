@@ -223,7 +223,7 @@ def duplicate_id_findings(conn: sqlite3.Connection, dirs: list[str]) -> list[Fin
     for memory_id, path, location in rows:  # listed in the order every command picks its copy
         copies.setdefault(memory_id, []).append((LOCATION_RANK.get(location, 9), path))
     return [Finding(memory_id, " | ".join(path for _, path in sorted(found)),
-                    "keep one copy: delete the other file (`open-memex forget ID` acts on the first listed)")
+                    "keep one copy: delete the other file by hand (`open-memex forget ID` would delete the memory itself)")
             for memory_id, found in copies.items()]  # fmt: skip
 
 

@@ -127,7 +127,7 @@ def _duplicate_ids(conn: sqlite3.Connection, dirs: list[str]) -> Check:
     shown = "; ".join(f"{f.subject}: {f.detail}" for f in found[:5])
     more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
     return Check("duplicate ids", False, f"{len(found)} id(s) in several files: {shown}{more} — "
-                 "keep one copy (delete the other file, or `open-memex forget ID` acts on the first listed)")  # fmt: skip
+                 "keep one copy: delete the other file by hand (`open-memex forget ID` would delete the memory itself)")  # fmt: skip
 
 
 def _chains(conn: sqlite3.Connection, folders: list[Folder]) -> Check:

@@ -130,15 +130,16 @@ def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
         try:
             if soft:
                 relinked = _close_chain(ctx, prev, nxt, journal)
-                original = copy.deepcopy(memory)
-                memory.status = "retracted"
-                memory.supersedes = None
-                memory.superseded_by = None
-                memory.updated_at = now_rfc3339()
-                store.save(memory, folder.path)
-                journal.append((original, folder))
-                freshness.record(ctx, [(memory, folder)])
-                return Forgotten(memory.id, memory.path, True, in_repo, relinked=relinked)
+                copies = _other_copies(ctx, memory, folder)
+                stamp = now_rfc3339()
+                for each, where in [(memory, folder), *copies]:  # every copy: retraction is one-way for the memory
+                    original = copy.deepcopy(each)
+                    each.status, each.supersedes, each.superseded_by, each.updated_at = "retracted", None, None, stamp
+                    store.save(each, where.path)
+                    journal.append((original, where))
+                freshness.record(ctx, [(memory, folder), *copies])
+                changed = [other.path for other, _ in copies if other.path is not None]
+                return Forgotten(memory.id, memory.path, True, in_repo, relinked=relinked, copies=changed)
             # Neighbours first, then the member: killed in between, the next read either
             # undoes the relink (head, tail: the member still points at them) or finishes
             # the forget (middle: its neighbours already point past it) — never a dangling
@@ -179,7 +180,55 @@ def _other_copies(ctx: Context, memory: Memory, folder: Folder) -> list[tuple[Me
         broken = quarantined(ctx.conn, memory.id, [where])
         if broken is not None:
             raise _unreadable_copy(memory.id, Path(broken[0]), broken[1])
+    return found + _copies_out_of_view(ctx, memory, folder)
+
+
+def _copies_out_of_view(ctx: Context, memory: Memory, folder: Folder) -> list[tuple[Memory, Folder]]:
+    """The project's repository copies this command cannot see (run outside the repository,
+    from a linked worktree, or through an MCP server started elsewhere) that the index knows
+    of. One git does not track is an interrupted submit's, and goes with the memory — left
+    behind, the next submit in that checkout would commit it. A tracked one is that
+    checkout's history: it is named, not deleted from here."""
+    in_view = {str(f.path) for f in key_folders(ctx, folder.scope_key or "")}
+    rows = ctx.conn.execute(
+        "SELECT file_path, dir FROM memories WHERE id = ? AND scope_key = ? AND location = 'repo' ORDER BY file_path",
+        (memory.id, folder.scope_key),
+    ).fetchall()
+    found: list[tuple[Memory, Folder]] = []
+    for row in rows:
+        path = Path(row["file_path"])
+        if row["dir"] in in_view or path == memory.path or not path.is_file():
+            continue
+        if _tracked(path):
+            ctx.warn(f"{memory.id} is also committed at {path} — run `open-memex forget {memory.id}` in that "
+                     "checkout to take it out of the repository there")  # fmt: skip
+            continue
+        try:
+            found.append((read_memory(path, folder.scope_key), Folder(Path(row["dir"]), "repo", folder.scope_key)))
+        except MemoryFileGone:
+            continue
+        except (MemoryFileError, OSError) as exc:
+            raise _unreadable_copy(memory.id, path, str(exc)) from None
     return found
+
+
+def _tracked(path: Path) -> bool:
+    """Whether the git repository around ``path`` tracks it (in HEAD or its index)."""
+    import pygit2
+
+    try:
+        found = pygit2.discover_repository(str(path.parent))
+        if found is None:
+            return False
+        repo = pygit2.Repository(found)
+        if repo.workdir is None:
+            return False
+        rel = path.resolve().relative_to(Path(repo.workdir).resolve()).as_posix()
+        if rel in repo.index:
+            return True
+        return not repo.head_is_unborn and rel in repo.head.peel(pygit2.Commit).tree
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return True  # cannot tell: never delete it from here
 
 
 def _unreadable_copy(memory_id: str, path: Path, why: str) -> MemexError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,50 @@ def test_forget_after_an_interrupted_submit_deletes_every_copy(cli: Any, git_rep
     assert again.rc == 1 and "no project memory" in again.err
     assert git("rev-parse", "HEAD", cwd=git_repo) == head
     assert cli("show", memory).rc != 0
+
+
+def test_forget_from_outside_the_repository_reaches_the_interrupted_copy(cli: Any, git_repo: Path, data_root: Path,
+                                                                         tmp_path: Path) -> None:  # fmt: skip
+    """Run outside the repository (or from a worktree, or by an MCP server started
+    elsewhere), forget saw only the outbox draft: the repository copy an interrupted submit
+    left stayed, and the next submit there committed the forgotten text. A copy git tracks
+    is that checkout's history: named, not deleted from elsewhere."""
+    memory = draft(cli, "a fact forgotten from another folder after an interrupted submit")
+    kept = draft(cli, "a fact already committed in the repository")
+    assert cli("submit", kept).rc == 0
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    assert cli("list").rc == 0  # the index has seen the repository copy
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    gone = run_process("forget", memory, "--json", cwd=elsewhere)
+    assert gone.rc == 0, gone.err
+    assert json.loads(gone.out)["copies"] == [str(target)]
+    assert not target.exists() and not outbox_file.exists()
+    assert cli("submit", memory).rc == 1
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    committed = git_repo / ".ai" / "open-memex" / f"{kept}.md"
+    shutil.copy(committed, data_root / "memories" / outbox_file.parent.name / committed.name)  # a leftover draft
+    gone = run_process("forget", kept, "--json", cwd=elsewhere)
+    assert gone.rc == 0 and json.loads(gone.out)["copies"] == []
+    assert committed.exists() and f"{kept} is also committed at {committed}" in gone.err
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head
+
+
+def test_a_soft_forget_retracts_every_copy(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """Retraction is one-way for the memory, not for one of its files: the outbox draft
+    stayed active beside the retracted repository copy (or the reverse), and a submit
+    committed the active one."""
+    memory = draft(cli, "a fact retracted after an interrupted submit")
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    hidden = cli("forget", memory, "--soft", "--json")
+    assert hidden.rc == 0, hidden.err
+    assert json.loads(hidden.out)["copies"] == [str(outbox_file)]
+    assert "status: retracted" in target.read_text() and "status: retracted" in outbox_file.read_text()
 
 
 def test_a_hard_forget_keeps_every_copy_when_one_cannot_go(cli: Any, git_repo: Path, data_root: Path) -> None:
@@ -390,3 +435,10 @@ def test_submit_refuses_an_approved_memory_edited_in_place(cli: Any, git_repo: P
     assert result.rc != 0 and "changed in place" in result.err and "nothing was submitted" in result.err
     assert "--resubmit" in result.err
     assert git("rev-parse", "HEAD", cwd=git_repo) == head
+
+
+def test_a_memory_named_twice_is_submitted_and_reported_once(cli: Any, git_repo: Path) -> None:
+    memory = draft(cli, "a draft named twice on one submit")
+    result = cli("submit", memory, memory[:12], "--json")
+    assert result.rc == 0, result.err
+    assert [m["id"] for m in json.loads(result.out)["submitted"]] == [memory]

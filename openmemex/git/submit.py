@@ -188,8 +188,12 @@ def _prepare(ctx: Context, job: _Job, ids: list[str], branch: str | None, allow_
     report = job.report = SubmitReport(branch=branch or gitrepo.branch or "")
     plan, leftovers, pending = job.plan, job.leftovers, job.pending
     # 1. validate everything before touching anything (all-or-nothing)
+    seen: set[str] = set()
     for memory_id in ids:
         rows = rows_for(ctx.conn, memory_id, folders)
+        if rows and rows[0]["id"] in seen:
+            continue  # named twice (or by its full id and a prefix): one memory, reported once
+        seen.update(r["id"] for r in rows[:1])
         if not rows:
             freshness.sync(ctx, "personal")
             if rows_for(ctx.conn, memory_id, ctx.folders("personal")):
