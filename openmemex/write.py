@@ -12,7 +12,7 @@ from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
 from .index import Folder, placeholders
-from .lifecycle import successor_missing
+from .lifecycle import key_folders, successor_missing
 from .lookup import locked
 from .model import (
     IMPORTANCE,
@@ -341,6 +341,24 @@ def supersede(
         return _supersede_locked(ctx, old, folder, content, type=type, tags=tags, aliases=aliases, source=source)
 
 
+def _refuse_second_replacement(ctx: Context, old: Memory, folder: Folder) -> None:
+    """A supersede killed between writing the new memory and pointing the old one at it
+    leaves a replacement the old file does not name yet. In the outbox the next read
+    completes the pair; a repository file is not rewritten on read (it is the team's). A
+    second supersede would then fork the chain: two active replacements of one memory."""
+    dirs = [str(f.path) for f in key_folders(ctx, folder.scope_key or "")]
+    row = ctx.conn.execute(
+        f"SELECT id, file_path FROM memories WHERE supersedes = ? AND dir IN ({placeholders(dirs)}) "
+        "AND status NOT IN ('retracted', 'archived') AND id != ? ORDER BY id LIMIT 1",
+        [old.id, *dirs, old.superseded_by or ""],
+    ).fetchone()
+    if row is not None:
+        raise LifecycleError(
+            f"{old.id} already has a replacement, {row['id']} ({row['file_path']}), written by a supersede that did "
+            f"not finish — supersede {row['id']} instead, or `open-memex forget {row['id']}` and retry"
+        )
+
+
 def _supersede_locked(
     ctx: Context, old: Memory, folder: Folder, content: str, *, type: str | None, tags: list[str] | str | None,
     aliases: list[str] | None, source: str,
@@ -351,6 +369,7 @@ def _supersede_locked(
         )
     if old.status in ("retracted", "archived"):
         raise LifecycleError(f"cannot supersede {old.id}: it is {old.status}; save the new fact with `open-memex add`")
+    _refuse_second_replacement(ctx, old, folder)
     if type is not None:
         _check_choice("type", type, TYPES)
     _check_choice("source", source, SOURCES)

@@ -442,3 +442,18 @@ def test_a_memory_named_twice_is_submitted_and_reported_once(cli: Any, git_repo:
     result = cli("submit", memory, memory[:12], "--json")
     assert result.rc == 0, result.err
     assert [m["id"] for m in json.loads(result.out)["submitted"]] == [memory]
+
+
+def test_a_supersede_killed_in_the_repository_is_neither_forked_nor_committed_half(cli: Any, git_repo: Path) -> None:
+    """Killed after writing the replacement B and before pointing the committed A at it (the
+    repository file is not rewritten on read): a second supersede of A wrote a second active
+    replacement, and `submit B` committed B alone, a one-sided chain `check` then failed."""
+    old, new, old_file, _ = supersede_submitted(cli, git_repo)
+    old_file.write_text(git("show", f"HEAD:.ai/open-memex/{old}.md", cwd=git_repo))  # as if killed before this write
+    again = cli("supersede", old, "the cache layer keeps entries for one minute")
+    assert again.rc != 0 and f"already has a replacement, {new}" in again.err
+    assert len(list((git_repo / ".ai" / "open-memex").glob("*.md"))) == 2
+    head = git("rev-parse", "HEAD", cwd=git_repo)
+    result = cli("submit", new)
+    assert result.rc != 0 and "does not say so" in result.err and f"superseded_by: {new}" in result.err
+    assert git("rev-parse", "HEAD", cwd=git_repo) == head

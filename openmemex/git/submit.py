@@ -473,7 +473,15 @@ def _take_chain_partners(ctx: Context, job: _Job, gitrepo: GitRepo) -> None:
                 continue
             path = gitrepo.memory_dir / f"{partner}.md"
             rel = gitrepo.rel(path)
-            if not path.is_file() or _committed(gitrepo, path):
+            if not path.is_file():
+                continue
+            if _committed(gitrepo, path):
+                if role == "replaces" and not _points_to(ctx, path, member.id):
+                    raise LifecycleError(
+                        f"{member.id} replaces {partner}, but {rel} does not say so (a supersede that did not finish) — "
+                        f"nothing was submitted; set `status: superseded` and `superseded_by: {member.id}` in {rel}, "
+                        f"or forget {member.id}, then retry"
+                    )
                 continue
             if not _in_head(gitrepo, path):
                 job.report.notices.append(f"{member.id} {role} {partner}, which is not committed either — "
@@ -488,6 +496,13 @@ def _take_chain_partners(ctx: Context, job: _Job, gitrepo: GitRepo) -> None:
             job.report.notices.append(f"{rel} (which {member.id} replaces) has changes besides its supersede pointer, or "
                                       "another version staged — left out of the submit commit; commit it yourself "
                                       f"(git add {shlex.quote(rel)} && git commit)")  # fmt: skip
+
+
+def _points_to(ctx: Context, path: Path, successor: str) -> bool:
+    try:
+        return read_memory(path, ctx.project.key).superseded_by == successor
+    except MemoryFileError:
+        return True  # unreadable: check reports it; not this refusal's business
 
 
 def _ours_to_chain(ctx: Context, gitrepo: GitRepo, path: Path, successor: str) -> bool:
