@@ -554,6 +554,45 @@ WORD_PASSWORDS = [
     ('wifi_passphrase: "correct horse battery staple"', "correct horse battery staple"),
 ]  # fmt: skip
 
+# Stored verbatim before: a Capitalised word in an environment variable, and lower-case words
+# on a line of an INI section or a YAML mapping — the syntax of the file states the value
+CONFIG_WORD_PASSWORDS = [
+    ("DB_PASSWORD=Blueberry", "Blueberry"),
+    ("ADMIN_PASSWORD=Letmein\nLOG_LEVEL=info", "Letmein"),
+    ("DB_PASSWORD=Correct-Horse-Battery-Staple", "Correct-Horse-Battery-Staple"),
+    ("SMTP_PASSWORD=Correct_horse_battery", "Correct_horse_battery"),
+    ('export ADMIN_PASSWORD="Blueberry"', "Blueberry"),
+    ("PGPASSWORD=Blueberry psql -h db.internal", "Blueberry"),
+    ("    environment:\n      - POSTGRES_PASSWORD=Blueberry", "Blueberry"),
+    ("[database]\nhost = db.internal\nuser = app\npassword = blueberry\n", "blueberry"),
+    ("[client]\n; ~/.my.cnf\nuser = root\n\npassword = correct-horse-battery-staple ; rotate monthly\n",
+     "correct-horse-battery-staple"),
+    ("[pypi]\nusername: fred\npassword: sekrit\n", "sekrit"),
+    ("```ini\n[smtp]\nserver = mail.internal\nsmtp_pass = letmein\n```", "letmein"),
+    ("database:\n  host: db.internal\n  password: blueberry\n", "blueberry"),
+    ("smtp:\n  password: letmein\n", "letmein"),
+    ("user: admin\npassword: blueberry  # rotate monthly\n", "blueberry"),
+    ("- name: staging\n  db_password: correct-horse-battery-staple\n", "correct-horse-battery-staple"),
+    ("Staging login:\n\n```yaml\nauth:\n  username: deploy\n  password: correct_horse_battery\n```\n",
+     "correct_horse_battery"),
+]  # fmt: skip
+
+# … and their look-alikes: status words, types, references, templates and code on the same lines
+CONFIG_WORDS_NOT_PASSWORDS = [
+    "password: rotated", "password: required", "Password: Incomplete", "PASSWORD=SECRET", "PASSWORD=Required",
+    "return true if -debug-pass=Executions", "password = None", "[database]\nuser = app\npassword = None",
+    "password = getpass()", "[database]\nuser = app\npassword = getpass()", "Password: see the vault",
+    "db:\n  user: app\n  password: !vault |\n    $ANSIBLE_VAULT;1.1;AES256", "db:\n  user: app\n  password: ${DB_PASSWORD}",
+    "[db]\nuser = app\npassword = %(pw)s", "[db]\npassword = {{ db_password }}",
+    "database:\n  user: app\n  password: rotated", "database:\n  user: app\n  password: pending",
+    "database:\n  user: app\n  password: expired", "database:\n  user: app\n  password: hashing",
+    "user: app\npassword: stored in the vault", "[db]\npassword = blueberry for now, rotate it",
+    "- User: admin\n- Password: see the vault", "def connect(user, password):\n    password = answer\n",
+    "class Login:\n    user: str\n    password: float\n", "const creds = {\n  user: name,\n  password: answer\n}",
+    "f(DB_PASSWORD=Answer)", "PASSWORD=Wachtwoord", "ADMIN_PASSWORD=Admin", '"PASSWORD": "Parola"',
+    "[pypi]\nusername:me\npassword:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "APP_SECRET=Tls-certs", "password: Blueberry",
+]  # fmt: skip
+
 # … and words that stay: prose, placeholders, references, descriptions, types, labels and
 # code, the false alarms the prose rule exists for, near each syntax that now takes words
 WORDS_NOT_PASSWORDS = [
@@ -618,10 +657,34 @@ def test_words_that_describe_refer_or_label_are_not_passwords(text: str) -> None
     assert_untouched(text)
 
 
+@pytest.mark.parametrize(("text", "raw"), CONFIG_WORD_PASSWORDS)
+def test_a_config_file_states_a_password_of_words(text: str, raw: str) -> None:
+    assert_masked(text, raw)
+
+
+@pytest.mark.parametrize("syntax", ["yaml", "ini", "dotenv", "export", "compose"])
+def test_words_given_to_a_password_in_a_config_block_or_an_environment_variable(syntax: str) -> None:
+    """YAML's ``password: word`` among sibling keys and INI's ``password = word`` under a
+    section take lower-case words; an environment variable's ``NAME=Value`` Capitalised ones."""
+    for name in CHOSEN_NAMES:
+        if syntax in ("dotenv", "export", "compose") and not name.isupper():
+            continue
+        for secret in (RNG.choice(WORDS), passphrase("-"), passphrase("_")):
+            if syntax in ("dotenv", "export", "compose"):
+                secret = "-".join(w.capitalize() for w in secret.split("-"))
+            assert_masked(SYNTAXES[syntax](name, secret), secret)
+
+
+@pytest.mark.parametrize("text", CONFIG_WORDS_NOT_PASSWORDS)
+def test_config_lines_whose_words_are_not_a_password(text: str) -> None:
+    assert_untouched(text)
+
+
 def test_words_given_to_an_issued_credential_or_in_prose_stay_prose() -> None:
     """Tokens and API keys are machine-made by the service that issues them: a word given to
-    one is a placeholder (``API_KEY=demo``). YAML's unquoted ``password: word`` reads as a
-    status as often as a password ("password: rotated"); quoting it says it is the value."""
+    one is a placeholder (``API_KEY=demo``). A lone unquoted ``password: word`` line, with no
+    sibling key to make it YAML, reads as a status as often as a password ("password:
+    rotated"); quoting it says it is the value."""
     word = RNG.choice(WORDS)
     for text in (f"GITHUB_TOKEN={word}", f"API_KEY={passphrase('-')}", f"password: {word}",
                  f"the password for staging is {word}", f"| password | {word} |"):  # fmt: skip

@@ -73,6 +73,13 @@ def _jwt(g: Gen) -> str:
     return f"{header}.{payload}.{g.b64url(43)}"
 
 
+def _capitalised(g: Gen, words: str) -> str:
+    """Blueberry, Acorn-Badger-Comet: the first word or every word with a capital."""
+    parts = words.replace("_", "-").split("-")
+    every = g.rng.random() < 0.5
+    return "-".join(w.capitalize() if every or i == 0 else w for i, w in enumerate(parts))
+
+
 def _url(scheme: str, user: str, host: str) -> Callable[[Gen], Planted]:
     def make(g: Gen) -> Planted:
         password = g.choice([g.alnum(20), g.password().replace("@", "!").replace("/", "-").replace("#", "-")])
@@ -305,4 +312,12 @@ FORMATS: tuple[Format, ...] = (
         f"FYI the deploy token is {p}, it expires Friday.", (p,))),
     Format("markdown-table-password", "generic", lambda g: (p := g.password().replace("|", "!")) and Planted(
         f"| service | user | password |\n|---|---|---|\n| grafana | admin | {p} |", (p,))),
+    # a password of words where the file's syntax states it: Capitalised in an environment
+    # variable (NAME=Value), lower case on a line of an INI section or a YAML mapping
+    Format("capitalised-word-password", "generic", lambda g: _capitalised(g, g.passphrase()), ("DB_PASSWORD", "ADMIN_PASSWORD", "SMTP_PASSWORD", "PGPASSWORD"),
+           "admin password", False, ("env", "export", "compose")),
+    Format("ini-word-password", "generic", lambda g: (p := g.passphrase()) and Planted(
+        f"[{g.choice(['database', 'client', 'smtp', 'pypi'])}]\nhost = db.internal\nuser = app\npassword = {p}\n", (p,))),
+    Format("yaml-word-password", "generic", lambda g: (p := g.passphrase()) and Planted(
+        f"{g.choice(['database', 'smtp', 'redis'])}:\n  host: db.internal\n  user: app\n  password: {p}\n  port: 5432", (p,))),
 )

@@ -97,6 +97,13 @@ KINDS: dict[str, Callable[[Gen], str]] = {
         "DB_PASSWORD: stored in the vault", "'password' => 'confirmed',", '"password": "Kennwort"',
         "--password prompts for it on a terminal", "PASSWORD=changeme", "API_KEY=your-api-key-here"]),
     "variable-names": lambda g: g.choice(["password = new_password", "token = refresh_token", "if token == expected_token:", "secret = load_secret(path)", "auth = HTTPBasicAuth(user, password)"]),
+    "config-words-not-passwords": lambda g: g.choice([
+        "database:\n  user: app\n  password: rotated", "database:\n  user: app\n  password: required",
+        "[database]\nuser = app\npassword = None", "[database]\nuser = app\npassword = %(pw)s",
+        "db:\n  user: app\n  password: !vault |\n    $ANSIBLE_VAULT;1.1;AES256", "db:\n  user: app\n  password: ${DB_PASSWORD}",
+        "PASSWORD=SECRET", "PR_EMS_AB_AUTHORIZED_PASSWORD: Incomplete", "return true if -debug-pass=Executions",
+        "password = getpass()", "Password: see the vault", "user: app\npassword: pending", "PASSWORD=Required",
+        "def connect(user, password):\n    password = answer"]),
 }
 
 

@@ -239,7 +239,8 @@ DESCRIBING_WORDS = frozenset(
     anything nothing something whatever word words phrase value values arg argument param
     parameter name file path input output data field label hint blah dummy fake mock sample demo
     local keep kept stored store saved save unset reset change changed update updated forgot
-    forgotten lost recover recovery
+    forgotten lost recover recovery pending later temporary temp permanent weak strong fine works
+    shared personal common simple complex good okay float tuple object unicode bytearray files
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 # Words that make a phrase a sentence: articles, pronouns, prepositions, auxiliaries and the
@@ -254,36 +255,57 @@ FUNCTION_WORDS = frozenset(
     be to of in on or is it an as at by if so we us do no
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
+# How far the syntax vouches for a value made of words (``assign`` decides, ``word_password``
+# asks): not at all; it states the value; it is an environment variable's (``NAME=Value``:
+# a Capitalised word too); it is a line of a config block (YAML, INI: not a status word)
+NOT_STATED, STATED, ENV_STATED, IN_BLOCK = "", "stated", "env", "block"
 _PASSPHRASE = re.compile(r"[a-z]{3,}(?:[-_ ][a-z]{3,}){0,7}")
 _PASSPHRASE_SPLIT = re.compile(r"[-_ ]")
 # Parts of a word that name a credential: a value that says "password" is a label or a
 # placeholder (``Enter your password``, ``default_password``, ``proxyuser:proxypass``), not one
 _CREDENTIAL_PARTS = ("pass", "pwd", "secret", "token", "credential", "apikey", "login", "motdepasse",
-                     "contrase", "kennwort")  # fmt: skip
+                     "contrase", "kennwort", "wachtwoord", "parool", "salasana", "adgangskode", "senha", "parola",
+                     "heslo", "haslo", "geslo", "lozinka", "jelszo", "sifre", "sandi")  # fmt: skip
 _CREDENTIAL_WORDS = frozenset({"key", "keys", "pin", "auth", "creds", "cred", "otp"})
 
 
-def word_password(value: str, *, quoted: bool) -> bool:
+def word_password(value: str, *, quoted: bool, how: str = STATED) -> bool:
     """A password made of words, as people choose them: ``blueberry``, ``letmein``,
     ``correct-horse-battery-staple``, in quotes ``correct horse battery staple``. Asked only
-    where the syntax says the value *is* the password (``assign`` decides that); there,
-    words are prose only when they read as prose or describe a value instead of being one.
+    where the syntax says the value *is* the password (``assign`` decides that, and says
+    ``how``); there, words are prose only when they read as prose or describe a value
+    instead of being one.
 
     * ASCII letters, five or more, in words of three letters or more joined by ``-``, ``_``
       (or blanks, in quotes), no digits (a digit makes it a password by the other rules
-      already);
-    * all lower case: people type passphrases so, while a capital makes a word a name — a
-      label in quotes (``"password": "Kennwort"``, i18n files), an enum member
+      already), three different letters at least (``aaaaaaaa`` is filler);
+    * lower case: people type passphrases so, while a capital makes a word a name — a label
+      in quotes (``"password": "Kennwort"``, i18n files), an enum member
       (``-debug-pass=Executions``), a type (``PASSWORD: Incomplete``), a metavar or a
-      constant (``--password TEXT``, ``PASSWORD=SECRET``);
-    * no word naming a credential (``Enter your password``, ``default_password``), no
-      function word (``see the vault``, ``ask ops``), and not only words that describe or
-      stand for a value (``required``, ``prompt``, ``plain text``, ``dummy value``).
+      constant (``--password TEXT``, ``PASSWORD=SECRET``). Only an environment variable's
+      ``NAME=Value`` (``ENV_STATED``) takes Capitalised words (``DB_PASSWORD=Blueberry``):
+      nothing there is a label or a type, and a capital is what a password rule asks for;
+    * no word naming a credential (``Enter your password``, ``default_password``, in a few
+      languages: ``PASSWORD=Wachtwoord``), no function word (``see the vault``, ``ask
+      ops``), and not only words that describe or stand for a value (``required``,
+      ``prompt``, ``plain text``, ``dummy value``, a type: ``float``);
+    * on a line of a config block (``IN_BLOCK``: YAML's ``password: blueberry``, INI's
+      ``password = blueberry``), whose lines are status reports as often (``password:
+      rotated``, ``password: pending``), not one word shaped like a state (``…ed``,
+      ``…ing``).
     """
-    if len(value) < 5 or _PASSPHRASE.fullmatch(value) is None or (" " in value and not quoted) or not value.islower():
+    if len(value) < 5 or (" " in value and not quoted):
         return False
+    low = value.lower()
+    if _PASSPHRASE.fullmatch(low) is None or len(set(low) - set("-_ ")) < 3:
+        return False  # not words; a run of one or two letters is filler (aaaaaaaa, ababab)
     parts = _PASSPHRASE_SPLIT.split(value)
+    if value != low and not (how == ENV_STATED and parts[0].istitle() and all(p.islower() or p.istitle() for p in parts)):
+        return False
+    parts = [p.lower() for p in parts]
     if any(p in FUNCTION_WORDS or p in _CREDENTIAL_WORDS or any(c in p for c in _CREDENTIAL_PARTS) for p in parts):
+        return False
+    if how == IN_BLOCK and len(parts) == 1 and low.endswith(("ed", "ing")):
         return False
     return not all(p in DESCRIBING_WORDS or p in PLACEHOLDER_WORDS for p in parts)
 
@@ -320,15 +342,15 @@ def looks_random(value: str, min_length: int = 16, min_entropy: float = 3.5) -> 
 
 
 def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False, data: bool = False,
-                       words: bool = False) -> bool:  # fmt: skip
+                       words: str = NOT_STATED) -> bool:  # fmt: skip
     """Could this value, given to a name like ``password``, be a real credential?
 
     Short passwords count (``hunter2``), punctuation counts (``Tr0ub4dor&3horse``), spaces
     count inside quotes (a JSON password with spaces); references and data do not. Words
-    count only with ``words``: the syntax says this is the value of a password people
-    choose (``DB_PASSWORD=blueberry``), so words there are a password unless they read as
-    prose or describe a value (``word_password``); elsewhere they are prose
-    ("token: required for private repos").
+    count only with ``words`` (how the syntax vouches, ``word_password``'s ``how``): the
+    syntax says this is the value of a password people choose (``DB_PASSWORD=blueberry``),
+    so words there are a password unless they read as prose or describe a value; elsewhere
+    they are prose ("token: required for private repos").
     ``data``: the value is data whatever it looks like (a URL query value), never code.
     """
     if len(value) < 5 or is_placeholder(value) or is_public_shape(value, uuid_ok=uuid_ok) or is_path_or_url(value):
@@ -340,13 +362,13 @@ def plausible_password(value: str, *, quoted: bool, uuid_ok: bool = False, data:
     if (value[0] in "[{(" and value[-1] in "]})") or (not quoted and value[0] in "{["):
         return False  # [PAD], {…}: a list, a mapping, a special token
     if is_prose(value):
-        return words and word_password(value, quoted=quoted)
+        return words != NOT_STATED and word_password(value, quoted=quoted, how=words)
     if data:
         return True
     if identifier(value) and not any(ch.isdigit() for ch in value):
         # an identifier without digits: a variable, a constant, an enum member — or, where
         # the syntax says it is the password, a word someone chose (letmein)
-        return words and word_password(value, quoted=quoted)
+        return words != NOT_STATED and word_password(value, quoted=quoted, how=words)
     if _name_path(value) or _expression(value):
         return False  # CloudFrontOriginAccessIdentityList.NextMarker, NextToken || Marker: code
     # a path or a credential scope (key-id/20240101/us-east-1/s3/aws4_request) is not either

@@ -72,6 +72,13 @@ _IDENT_VALUE = re.compile(r"[A-Za-z_$][\w$]*")
 _ALWAYS, _OPERATOR, _FLAG, _NEVER_STATED = "always", "operator", "flag", "never"
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 _LINE_END = re.compile(r"[ \t]*(?:#.*)?(?:\r|\n|$)")
+# A config file's line (``_config_line``): its start, its end (INI comments start with ; too),
+# a section header, a row of settings or comments, a YAML key with its column and its value
+_YAML_LEAD = re.compile(r"[ \t]*(?:- )?")
+_CONFIG_END = re.compile(r"[ \t]*(?:[#;].*)?(?:\r|\n|$)")
+_INI_SECTION = re.compile(r"[ \t]*\[[^\[\]\n]{1,80}\][ \t]*")
+_INI_ROW = re.compile(r"[ \t]*(?:[#;].*|[\w.$-][\w.$ -]{0,79}[ \t]*[=:].*)?")
+_YAML_KEY = re.compile(r"(?P<lead>[ \t]*(?:- )?)[A-Za-z_][\w.-]*:(?:[ \t]+(?P<value>.*))?")
 _AFTER_TIGHT = re.compile(r"""[ \t;&"'`]|\r|\n|$""")
 # After a flag's value on a command line: its end, a continuation, a pipe or separator, a
 # closing quote — or another option, itself followed by a value, ``=`` or the end
@@ -270,8 +277,9 @@ class Parser:
         # words someone chose, where the syntax states the value — not a word that spells the
         # name again ('pass': 'bandpass', a filter's kind)
         chosen = names.chosen_by_people(name)
-        words = chosen is not None and names.words(name)[-1] not in value.lower() \
-            and _states_value(text, m, name, (vstart, vend), quoted, stated, secret=chosen == "secret")  # fmt: skip
+        words = allow.NOT_STATED
+        if chosen is not None and names.words(name)[-1] not in value.lower():
+            words = _states_value(text, m, name, (vstart, vend), quoted, stated, secret=chosen == "secret")
         if _in_code(text, m, name, value, vend, quoted):
             return
         if query:
@@ -308,35 +316,129 @@ class Parser:
 
 
 def _states_value(text: str, m: re.Match[str], name: str, span: tuple[int, int], quoted: bool, how: str, *,
-                  secret: bool) -> bool:  # fmt: skip
-    """The syntax says the value *is* the credential, so words in it are a password someone
-    chose (``DB_PASSWORD=blueberry``), not prose: a URL query value, netrc and XML always;
-    a quoted value given by any operator (``password: "correct horse battery staple"``);
-    ``NAME=value`` with an environment variable's name and no blanks (.env, shell,
-    compose) or with any name when the value ends there (``Password=…;`` in a connection
-    string, ``password=…`` at the end of a line — in code a keyword argument is followed by
-    ``,`` or ``)`` and names a variable); ``NAME: value`` with an environment variable's name
-    and nothing else on the line (compose's ``environment:``); ``--password value`` where
-    the command line goes on with an option, a pipe or ends. Prose ("the token: required
-    for …"), YAML's unquoted ``password: blueberry`` (status words: "password: rotated")
-    and tables keep words as prose. A ``secret`` names a stored secret as often as it holds
-    one (``secret: "tls-certs"``, ``--secret app-config``): there only an environment
-    variable or a quoted phrase (``secret: 'keyboard cat'``; names have no blanks) count."""
+                  secret: bool) -> str:  # fmt: skip
+    """How far the syntax says the value *is* the credential, so that words in it are a
+    password someone chose (``DB_PASSWORD=blueberry``), not prose — ``allow.NOT_STATED``,
+    ``STATED``, ``ENV_STATED`` or ``IN_BLOCK`` (``allow.word_password`` reads them):
+
+    * stated: a URL query value, netrc and XML always; a quoted value given by any operator
+      (``password: "correct horse battery staple"``); ``NAME=value`` with an environment
+      variable's name and no blanks (.env, shell, compose) or with any name when the value
+      ends there (``Password=…;`` in a connection string, ``password=…`` at the end of a
+      line — in code a keyword argument is followed by ``,`` or ``)`` and names a
+      variable); ``NAME: value`` with an environment variable's name and nothing else on
+      the line (compose's ``environment:``); ``--password value`` where the command line
+      goes on with an option, a pipe or ends;
+    * env-stated, where a Capitalised word counts too: an environment variable's
+      ``NAME=Value``, quoted or with the value ending at a blank, a quote or the line's end
+      (``DB_PASSWORD=Blueberry``, ``export DB_PASSWORD="Blueberry"``; not
+      ``f(DB_PASSWORD=Answer)``);
+    * in a block: a line of a config file that holds only ``name = value`` or ``name:
+      value`` (``_config_line``): INI's ``password = blueberry`` under a ``[section]``,
+      YAML's unquoted ``password: blueberry`` among sibling keys. A status list reads the
+      same (``password: rotated``), so ``word_password`` asks more of the words there.
+
+    Prose ("the token: required for …"), a lone ``password: …`` line, ``name = value``
+    in code (``password = answer``) and tables keep words as prose. A ``secret`` names a
+    stored secret as often as it holds one (``secret: "tls-certs"``, ``--secret
+    app-config``): there only an environment variable or a quoted phrase (``secret:
+    'keyboard cat'``; names have no blanks) count."""
     vstart, vend = span
     if how == _ALWAYS:
-        return True
+        return allow.STATED
     if how == _FLAG:
-        return not secret and (quoted or (_AFTER_FLAG.match(text, vend) is not None and _command_before(text, m.start())))
+        flag = not secret and (quoted or (_AFTER_FLAG.match(text, vend) is not None and _command_before(text, m.start())))
+        return allow.STATED if flag else allow.NOT_STATED
     if how != _OPERATOR:
-        return False
+        return allow.NOT_STATED
     op = m.group("op")
-    if quoted:
-        return op != "|" and (not secret or " " in text[vstart:vend])
     env = _ENV_NAME.fullmatch(name.lstrip("$")) is not None
-    if op in ("=", "?=", ":=") and m.start("op") == m.start() and vstart == m.end("op"):
-        return env or (not secret and _AFTER_TIGHT.match(text, vend) is not None)
+    tight = m.start("op") == m.start() and text[m.end("op") : vstart].strip("\"'") == ""
+    if quoted:
+        if op == "=" and env and tight and not secret:
+            return allow.ENV_STATED  # export DB_PASSWORD="Blueberry"
+        return allow.STATED if op != "|" and (not secret or " " in text[vstart:vend]) else allow.NOT_STATED
+    if op in ("=", "?=", ":=") and tight:
+        ends = _AFTER_TIGHT.match(text, vend) is not None
+        if env:
+            return allow.ENV_STATED if ends and not secret and op == "=" else allow.STATED
+        if not secret and ends:
+            return allow.STATED
     # NAME: value with nothing after it — but NAME: Incomplete is a constant's type (.pyi)
-    return op == ":" and env and not text[vstart].isupper() and _LINE_END.match(text, vend) is not None
+    if op == ":" and env and not text[vstart].isupper() and _LINE_END.match(text, vend) is not None:
+        return allow.STATED
+    if not secret and op in ("=", ":") and _config_line(text, m.start() - len(name), m, span):
+        return allow.IN_BLOCK
+    return allow.NOT_STATED
+
+
+def _config_line(text: str, start: int, m: re.Match[str], span: tuple[int, int]) -> bool:
+    """The name at ``start`` opens a line of a config file and its value closes it: INI's
+    ``password = blueberry`` with only settings, comments and blank lines between it and a
+    ``[section]`` header above (code has statements between), or YAML's ``password:
+    blueberry`` beside a sibling key (a key at the same column, or the parent key just
+    above) — a JavaScript object's keys end in commas, a Python class body's in types. A
+    value that other lines nearby give too is the file's vocabulary, not a password
+    (nsswitch.conf's ``passwd: files`` beside ``group: files``)."""
+    vstart, vend = span
+    line = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+    lead = text[line:start]
+    if _YAML_LEAD.fullmatch(lead) is None or _repeated(text, line, text[vstart:vend]):
+        return False
+    if not lead.endswith("- ") and _CONFIG_END.match(text, vend) is not None and _ini_section_above(text, line):
+        return True  # INI (configparser takes both = and :; comments start with ; or #)
+    tight = m.group("op") == ":" and m.start("op") == m.start()
+    return tight and _LINE_END.match(text, vend) is not None and _yaml_sibling(text, line, len(lead))
+
+
+def _repeated(text: str, line: int, value: str) -> bool:
+    """Another line of the ten above or below the one at ``line`` gives ``value`` too."""
+    lo = line
+    for _ in range(10):
+        lo = text.rfind("\n", 0, lo - 1) + 1 if lo > 0 else 0
+    hi = line
+    for _ in range(11):
+        hi = text.find("\n", hi + 1)
+        if hi < 0:
+            hi = len(text)
+            break
+    end = text.find("\n", line)
+    own = range(line, len(text) if end < 0 else end)
+    pattern = re.compile(r"[=:][ \t]*" + re.escape(value) + r"[ \t]*\r?$", re.MULTILINE)
+    return any(hit.start() not in own for hit in pattern.finditer(text, lo, hi))
+
+
+def _ini_section_above(text: str, line: int) -> bool:
+    """Back from ``line``: settings, comments and blank lines, then a ``[section]`` header."""
+    for _ in range(200):
+        if line == 0:
+            return False
+        end = line - 1
+        line = text.rfind("\n", 0, end) + 1
+        row = text[line:end].rstrip("\r")
+        if _INI_SECTION.fullmatch(row) is not None:
+            return True
+        if _INI_ROW.fullmatch(row) is None:
+            return False
+    return False
+
+
+def _yaml_sibling(text: str, line: int, column: int) -> bool:
+    """The line before or after the one at ``line`` is a YAML key at the same ``column``, or
+    the one before is the parent key (``database:``, less indented, nothing after it)."""
+    end = text.find("\n", line)
+    after = text[end + 1 : text.find("\n", end + 1) if text.find("\n", end + 1) >= 0 else len(text)] if end >= 0 else ""
+    before = text[text.rfind("\n", 0, line - 1) + 1 : line - 1] if line > 0 else ""
+    for row, above in ((before, True), (after, False)):
+        key = _YAML_KEY.fullmatch(row.rstrip("\r"))
+        if key is None:
+            continue
+        col = len(key.group("lead"))
+        if col == column and not (key.group("value") or "").rstrip().endswith((",", ";", "{", "(", "[", "\\")):
+            return True
+        if above and col < column and not key.group("value"):
+            return True
+    return False
 
 
 def _command_before(text: str, flag: int) -> bool:
