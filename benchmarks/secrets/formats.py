@@ -285,7 +285,8 @@ FORMATS: tuple[Format, ...] = (
     Format("env-short-password", "generic", lambda g: g.short_password(), ("DB_PASSWORD", "PGPASSWORD", "MYSQL_ROOT_PASSWORD", "REDIS_PASSWORD"), "database password", False),
     Format("punctuated-password", "generic", lambda g: g.password(), ("DB_PASSWORD", "ADMIN_PASSWORD", "SMTP_PASSWORD", "password"), "admin password", False),
     # a password of words, written where the syntax states the value (quoted, NAME=value);
-    # unquoted YAML and prose read as prose ("password: rotated"), so they are not planted
+    # a lone unquoted YAML line and prose read as prose ("password: rotated"), so they are
+    # not planted (a YAML mapping's and an INI section's lines are, below)
     Format("word-password", "generic", lambda g: g.passphrase(), ("DB_PASSWORD", "ADMIN_PASSWORD", "SMTP_PASSWORD", "PGPASSWORD"), "admin password", False,
            ("env", "export", "yaml-quoted", "json", "toml", "python", "js", "go", "compose", "md-inline")),
     Format("django-secret-key", "generic", lambda g: "django-insecure-" + g.pick(LOWER_ALNUM + "!@#$%^&*(-_=+)", 50), ("SECRET_KEY",), "Django secret key", False),

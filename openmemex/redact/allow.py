@@ -9,9 +9,11 @@ of lower-case words joined by ``_``, ``-`` or spaces, with no digits, reads as p
 
 Words are prose only where the syntax leaves it open. Where it says "this is the value"
 (``DB_PASSWORD=blueberry``, ``password: "correct horse battery staple"``, ``--password
-letmein``, a URL's password) a password made of words is still a password — people choose
-them (passphrases, Diceware, ``letmein``) — unless its words describe or stand for a value
-(``required``, ``prompt``, ``see the vault``): ``word_password`` decides that part.
+letmein``, a URL's password, a line of an INI section or a YAML mapping) a password made of
+words is still a password — people choose them (passphrases, Diceware, ``letmein``) —
+unless its words describe or stand for a value (``required``, ``prompt``, ``see the
+vault``): ``word_password`` decides that part, and takes a Capitalised word only from an
+environment variable (``DB_PASSWORD=Blueberry``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 ``DB_PASSWORD=hunter2`` (.env, shell ``export``), ``password: hunter2`` (YAML),
 ``"password": "S3cr3t!Pa55w0rd#2024"`` (JSON), ``password = "…"`` (TOML, INI, code),
+``password = blueberry`` under an INI ``[section]``,
 ``password := "…"`` (Go), ``'password' => '…'`` (PHP), ``password: str = "…"`` (typed),
 ``--password hunter2`` (CLI), ``<password>…</password>`` (XML), ``| password | hunter2 |``
 and password *columns* of Markdown tables, ``?token=…`` (URL queries),
