@@ -591,6 +591,8 @@ CONFIG_WORDS_NOT_PASSWORDS = [
     "class Login:\n    user: str\n    password: float\n", "const creds = {\n  user: name,\n  password: answer\n}",
     "f(DB_PASSWORD=Answer)", "PASSWORD=Wachtwoord", "ADMIN_PASSWORD=Admin", '"PASSWORD": "Parola"',
     "[pypi]\nusername:me\npassword:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "APP_SECRET=Tls-certs", "password: Blueberry",
+    "- name: add the deploy user\n  user:\n    name: deploy\n    update_password: always",
+    "auth:\n  hasher: sha256\n  password: bcrypt", "lv:\n  login:\n    username: lietotājs\n    password: parole", "policy:\n  password: alphanumeric\n  rotation: monthly",
 ]  # fmt: skip
 
 # … and words that stay: prose, placeholders, references, descriptions, types, labels and

@@ -228,7 +228,8 @@ def is_prose(value: str) -> bool:
 # Words that describe a value, its type or where it comes from, rather than being one: a
 # state (``disabled``, ``rotated``), an instruction (``prompt``, ``stdin``), a type or a
 # validation rule (``varchar``, ``nullable``), a metavar written in lower case (``--password
-# phrase``), an auth scheme (``bearer``). A closed class of words; passwords are open-class.
+# phrase``), an auth scheme (``bearer``), a mode or a schedule (Ansible's ``update_password:
+# always``), a hash scheme (``bcrypt``). A closed class of words; passwords are open-class.
 DESCRIBING_WORDS = frozenset(
     """
     mandatory masked encrypted encrypt hashed hash salted plain plaintext cleartext prompt prompted
@@ -243,6 +244,11 @@ DESCRIBING_WORDS = frozenset(
     local keep kept stored store saved save unset reset change changed update updated forgot
     forgotten lost recover recovery pending later temporary temp permanent weak strong fine works
     shared personal common simple complex good okay float tuple object unicode bytearray files
+    always never forever daily weekly monthly yearly alphanumeric lowercase uppercase numeric
+    visible strict lenient loose match mismatch absent allowed forbidden remote system native
+    builtin external internal environment static dynamic clear unsafe medium minimal maximum
+    minimum length complexity policy rules crypt bcrypt scrypt argon pbkdf yescrypt md5crypt
+    sha512crypt
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 # Words that make a phrase a sentence: articles, pronouns, prepositions, auxiliaries and the
@@ -266,8 +272,9 @@ _PASSPHRASE_SPLIT = re.compile(r"[-_ ]")
 # Parts of a word that name a credential: a value that says "password" is a label or a
 # placeholder (``Enter your password``, ``default_password``, ``proxyuser:proxypass``), not one
 _CREDENTIAL_PARTS = ("pass", "pwd", "secret", "token", "credential", "apikey", "login", "motdepasse",
-                     "contrase", "kennwort", "wachtwoord", "parool", "salasana", "adgangskode", "senha", "parola",
-                     "heslo", "haslo", "geslo", "lozinka", "jelszo", "sifre", "sandi")  # fmt: skip
+                     "contras", "kennwort", "wachtwoord", "wagwoord", "parol", "salasana", "adgangskode", "senha",
+                     "heslo", "haslo", "geslo", "lozinka", "jelszo", "sifre", "sandi", "pasvort", "pasahitz",
+                     "cyfrinair", "nenosiri", "lykilor")  # fmt: skip
 _CREDENTIAL_WORDS = frozenset({"key", "keys", "pin", "auth", "creds", "cred", "otp"})
 
 
