@@ -83,6 +83,24 @@ def test_lane_off_by_default_and_search_does_not_load_models(cli: Any) -> None:
     assert off.rc == 2 and "config set embeddings" in off.err
 
 
+def _search_with_e5_from(cli: Any, monkeypatch: pytest.MonkeyPatch, handler: Callable[..., Any]) -> Any:
+    """A search with the e5 lane on, its model files served on 127.0.0.1 by ``handler``."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("OPEN_MEMEX_MODELS_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+        assert cli("add", "Deploys need a manual sync.").rc == 0
+        assert cli("config", "set", "embeddings", "multilingual-e5-small").rc == 0
+        return cli("search", "deploys")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_e5_downloads_on_first_use_into_the_data_root(cli: Any, data_root: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The model files come over HTTP (a loopback server here) into <data root>/models/,
@@ -90,7 +108,6 @@ def test_e5_downloads_on_first_use_into_the_data_root(cli: Any, data_root: Path,
     import functools
     import http.server
     import importlib.util
-    import threading
 
     site = tmp_path / "site"
     (site / "onnx").mkdir(parents=True)
@@ -100,17 +117,7 @@ def test_e5_downloads_on_first_use_into_the_data_root(cli: Any, data_root: Path,
         def log_message(self, *args: Any) -> None:  # the request log would land on stderr
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.setenv("OPEN_MEMEX_MODELS_URL", f"http://127.0.0.1:{server.server_address[1]}/")
-        assert cli("add", "Deploys need a manual sync.").rc == 0
-        assert cli("config", "set", "embeddings", "multilingual-e5-small").rc == 0
-        result = cli("search", "deploys")
-    finally:
-        server.shutdown()
-        server.server_close()
+    result = _search_with_e5_from(cli, monkeypatch, functools.partial(Quiet, directory=str(site)))
     folder = data_root / "models" / "multilingual-e5-small"
     assert (folder / "model.onnx").stat().st_size == 300_000 and (folder / "tokenizer.json").read_text() == "{}"
     assert not any(p.name.endswith(".part") for p in folder.iterdir())
@@ -325,7 +332,6 @@ def test_a_download_cut_short_is_never_installed(cli: Any, data_root: Path, monk
     downloads whose process is gone (killed mid-way) are removed by the next download."""
     import http.server
     import subprocess
-    import threading
 
     class Cut(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -344,17 +350,7 @@ def test_a_download_cut_short_is_never_installed(cli: Any, data_root: Path, monk
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = folder / f".model.onnx.{int(gone.stdout)}.part"
     stale.write_bytes(b"\0" * 1000)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Cut)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.setenv("OPEN_MEMEX_MODELS_URL", f"http://127.0.0.1:{server.server_address[1]}/")
-        assert cli("add", "Deploys need a manual sync.").rc == 0
-        assert cli("config", "set", "embeddings", "multilingual-e5-small").rc == 0
-        result = cli("search", "deploys")
-    finally:
-        server.shutdown()
-        server.server_close()
+    result = _search_with_e5_from(cli, monkeypatch, Cut)
     assert result.rc == 1 and "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
     assert "cannot download the embeddings model" in result.err and "stopped at 4,096 of 50,000,000 bytes" in result.err
     assert list(folder.iterdir()) == []  # no cut model in place, no temporary file left, the stale one swept
