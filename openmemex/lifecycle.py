@@ -120,9 +120,9 @@ def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
     """Hard delete (file first, then the row), or ``soft``: a one-way retraction (D68).
     Either way the memory leaves its supersede chain (module docstring). Several files
     change; if one of them cannot be written, the ones already changed are put back."""
-    with locked(ctx, memory_id) as (memory, folder):
+    with locked(ctx, memory_id, every_copy=True) as (memory, folder):
         assert memory.path is not None
-        in_repo = folder.location == "repo"
+        in_repo = folder.location == "repo" and _tracked(memory.path)  # git has it: the change is to commit
         prev, nxt = _neighbours(ctx, memory)
         if soft and memory.status == "retracted" and not (memory.supersedes or memory.superseded_by):
             return Forgotten(memory.id, memory.path, True, in_repo, already=True)

@@ -34,8 +34,9 @@ def rows_for(conn: sqlite3.Connection, memory_id: str, folders: list[Folder]) ->
     return sorted(rows, key=lambda r: LOCATION_RANK.get(r["location"], 9))
 
 
-def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
-    """The memory with this id (or unique prefix of at least 6 chars) in any known scope."""
+def locate(ctx: Context, memory_id: str, every_copy: bool = False) -> tuple[Memory, Folder]:
+    """The memory with this id (or unique prefix of at least 6 chars) in any known scope.
+    ``every_copy``: the caller acts on all of them (a forget), so no copy is singled out."""
     text = memory_id.strip()
     if len(text) < 6:
         raise UsageError(f"id {memory_id!r} is too short — give the full id (see `open-memex list`)")
@@ -52,8 +53,9 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
                 continue  # forgotten or submitted by another process since the index saw it
             except (MemoryFileError, OSError) as exc:
                 raise NotFoundError(f"memory {row['id']} is unreadable ({exc}); see `open-memex doctor`") from None
-            if len(rows) > 1:
-                _warn_copies(ctx, row, rows[1:])
+            others = [r for r in rows[1:] if not (every_copy and _same_memory(row, r))]
+            if others:
+                _warn_copies(ctx, row, others)
             if (folder.scope_key or "") not in (ctx.project.key, PERSONAL_KEY):
                 _warn_other_project(ctx, memory, folder)
             return memory, folder
@@ -64,6 +66,13 @@ def locate(ctx: Context, memory_id: str) -> tuple[Memory, Folder]:
                 "`open-memex doctor` lists every such file"
             )
     raise NotFoundError(f"no memory with id {memory_id!r} — find ids with `open-memex search` or `open-memex list`")
+
+
+def _same_memory(used: sqlite3.Row, other: sqlite3.Row) -> bool:
+    """Two copies one submit moves between (the project's outbox and repository folder),
+    which a command acting on ``every_copy`` changes together."""
+    pair = ("outbox", "repo")
+    return used["location"] in pair and other["location"] in pair and used["scope_key"] == other["scope_key"]
 
 
 def _warn_copies(ctx: Context, used: sqlite3.Row, others: list[sqlite3.Row]) -> None:
@@ -112,15 +121,15 @@ def quarantined(conn: sqlite3.Connection, memory_id: str, folders: list[Folder])
 
 
 @contextmanager
-def locked(ctx: Context, memory_id: str) -> Iterator[tuple[Memory, Folder]]:
+def locked(ctx: Context, memory_id: str, every_copy: bool = False) -> Iterator[tuple[Memory, Folder]]:
     """The memory, found again under its scope's write lock, so the caller decides on what
     is on disk now (docs/protocol.md, Consistency). If it moved to another scope in between
     (a concurrent ``migrate``), the lookup starts over under that scope's lock."""
     for _ in range(3):
-        _, first = locate(ctx, memory_id)
+        _, first = locate(ctx, memory_id, every_copy)
         key = first.scope_key or ""
         with ctx.lock(key):
-            memory, folder = locate(ctx, memory_id)
+            memory, folder = locate(ctx, memory_id, every_copy)
             if (folder.scope_key or "") == key:
                 _refuse_in_flight(ctx, memory, folder)
                 yield memory, folder

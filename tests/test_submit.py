@@ -457,3 +457,18 @@ def test_a_supersede_killed_in_the_repository_is_neither_forked_nor_committed_ha
     result = cli("submit", new)
     assert result.rc != 0 and "does not say so" in result.err and f"superseded_by: {new}" in result.err
     assert git("rev-parse", "HEAD", cwd=git_repo) == head
+
+
+def test_forget_of_an_interrupted_submit_says_what_it_did(cli: Any, git_repo: Path, data_root: Path) -> None:
+    """It warned "exists in 2 places; acting on <repository copy>" and then deleted both, and
+    asked to commit the deletion of a file git never tracked."""
+    memory = draft(cli, "a fact whose submit was interrupted, then forgotten")
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    gone = cli("forget", memory)
+    assert gone.rc == 0 and gone.out.strip() == f"deleted {memory}"
+    assert f"its other copy went too: {outbox_file}" in gone.err
+    assert "places" not in gone.err and "commit the deletion" not in gone.err
+    assert git("status", "--porcelain", cwd=git_repo).strip() == ""
