@@ -206,6 +206,35 @@ def chain_findings(conn: sqlite3.Connection, folders: list[Folder]) -> list[Find
             continue
         out.append(Finding(f"{holder} → {partner}", f"{holder} says {pointer} {partner}, but {partner} has no {back}",
                            "any read repairs it: open-memex list --scope both"))  # fmt: skip
+    return out + _healed_in_index_only(conn, [f for f in folders if f.location == "repo"])
+
+
+def _healed_in_index_only(conn: sqlite3.Connection, repo_folders: list[Folder]) -> list[Finding]:
+    """A read completes a one-sided pointer of a repository file in the index only (a read
+    never dirties the work tree), so the index shows a whole chain the file does not: a
+    supersede killed between its two writes. The file is what git commits: say so."""
+    from .memfile import MemoryFileError, read_memory
+
+    if not repo_folders:
+        return []
+    dirs = [str(f.path) for f in repo_folders]
+    out: list[Finding] = []
+    for memory_id, path, supersedes, superseded_by in conn.execute(
+        f"SELECT id, file_path, supersedes, superseded_by FROM memories WHERE dir IN ({placeholders(dirs)}) "
+        "AND (supersedes IS NOT NULL OR superseded_by IS NOT NULL) ORDER BY id",
+        dirs,
+    ):
+        try:
+            held = read_memory(Path(path))
+        except (MemoryFileError, OSError):
+            continue  # unreadable files are reported on their own
+        for pointer, value, now in (("superseded_by", superseded_by, held.superseded_by),
+                                    ("supersedes", supersedes, held.supersedes)):  # fmt: skip
+            if value and now != value:
+                fix = (f"set `{pointer}: {value}`" + (" and `status: superseded`" if pointer == "superseded_by" else "")
+                       + f" in {path}, or forget the other memory")  # fmt: skip
+                out.append(Finding(f"{memory_id} → {value}", f"{memory_id}'s file in the repository does not say "
+                                   f"{pointer} {value} (a supersede that did not finish; only the index does)", fix))  # fmt: skip
     return out
 
 

@@ -457,6 +457,9 @@ def test_a_supersede_killed_in_the_repository_is_neither_forked_nor_committed_ha
     result = cli("submit", new)
     assert result.rc != 0 and "does not say so" in result.err and f"superseded_by: {new}" in result.err
     assert git("rev-parse", "HEAD", cwd=git_repo) == head
+    doctor = json.loads(cli("doctor", "--json").out)  # it said "every chain has one head": the index's view
+    chains = next(c for c in doctor["checks"] if c["name"] == "supersede chains")
+    assert not chains["ok"] and f"{old}'s file in the repository does not say superseded_by {new}" in chains["detail"]
 
 
 def test_forget_of_an_interrupted_submit_says_what_it_did(cli: Any, git_repo: Path, data_root: Path) -> None:
