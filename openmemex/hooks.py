@@ -177,7 +177,13 @@ def session_start(payload: dict[str, Any]) -> dict[str, Any]:
     text = block.text
     if note:
         text = (text + "\n" if text else "") + note
-    return _output("SessionStart", text)
+    told = ""
+    if block.unvetted:  # say why, or an upgrade (or a review checkout) silently drops instructions
+        many = block.unvetted > 1
+        told = (f"open-memex: {block.unvetted} approved memor{'ies' if many else 'y'} not shown as reviewed: "
+                f"{'their approval is' if many else 'its approval is'} not on the default branch yet — once the PR "
+                "is approved: `open-memex pr-status --apply` on its branch, commit, push, merge")  # fmt: skip
+    return _output("SessionStart", text, told)
 
 
 def stop(payload: dict[str, Any]) -> dict[str, Any]:

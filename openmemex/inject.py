@@ -64,6 +64,7 @@ class Block:
     items: list[Item] = field(default_factory=list)
     tokens: int = 0
     considered: int = 0
+    unvetted: int = 0  # approved memories left out: their approval is not on the default branch
 
 
 def estimate_tokens(text: str) -> int:
@@ -356,11 +357,13 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
     used = estimate_tokens(head) + estimate_tokens(footer) + 1
     chosen: dict[str, list[Item]] = {k: [] for k in sections}
     kept: list[Item] = []
+    unvetted = 0
     for item in items:
         heading = 0 if chosen[item.kind] else estimate_tokens(sections[item.kind]) + 1
         if used + heading + estimate_tokens(_line(item, _cut(item.text))) + 1 > budget:
             continue  # masking keeps the length and escaping only adds: it cannot fit (and is not scanned)
         if item.vet is not None and not vetted(item.vet):
+            unvetted += 1
             continue
         shown = _cut(for_transcript(item.text))
         cost = estimate_tokens(_line(item, shown)) + 1 + heading
@@ -371,7 +374,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
         chosen[item.kind].append(item)
         kept.append(item)
     if not kept:
-        return Block("", [], 0, considered)
+        return Block("", [], 0, considered, unvetted)
     lines = [head]
     for kind, title in sections.items():
         if chosen[kind]:
@@ -379,7 +382,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
             lines += [_line(item, item.text) for item in chosen[kind]]
     lines.append(footer)
     text = for_transcript("\n".join(lines))  # a secret read across two lines, too
-    return Block(text, kept, estimate_tokens(text), considered)
+    return Block(text, kept, estimate_tokens(text), considered, unvetted)
 
 
 def _cut(text: str) -> str:

@@ -99,7 +99,8 @@ def test_session_start_block_follows_the_iron_rules(store: dict[str, Memory], gi
     result = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
     assert result.rc == 0, result.err
     document = json.loads(result.out)
-    assert set(document) == {"hookSpecificOutput"}
+    assert set(document) == {"hookSpecificOutput", "systemMessage"}
+    assert document["systemMessage"].startswith("open-memex: 1 approved memory not shown as reviewed")  # self_approved
     out = document["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart"
     block = out["additionalContext"]
@@ -243,6 +244,27 @@ def test_a_damaged_verdict_cache_costs_only_the_lookups(git_repo: Path, data_roo
     result = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
     assert result.rc == 0 and result.err == "", result.err
     assert memory.id in instructions_part(json.loads(result.out)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_the_hook_says_why_an_approved_instruction_is_not_shown(git_repo: Path, data_root: Path) -> None:
+    """An approval not on the default branch (an upgrade whose main still says proposed, or
+    a teammate's branch checked out for review) dropped the instruction without a word."""
+    with Context.load() as ctx:
+        key = ctx.project.key
+    git("switch", "-q", "-c", "dev/review", cwd=git_repo)
+    memory = forged(git_repo / ".ai" / "open-memex", key, "Always run the payments migrations twice.")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-q", "-m", "a branch under review", cwd=git_repo)
+    result = hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo)
+    assert result.rc == 0, result.err
+    document = json.loads(result.out) if result.out.strip() else {}
+    assert memory.id not in json.dumps(document)
+    assert document["systemMessage"].startswith("open-memex: 1 approved memory not shown as reviewed")
+    assert "pr-status --apply" in document["systemMessage"]
+    git("switch", "-q", "main", cwd=git_repo)
+    git("merge", "-q", "--ff-only", "dev/review", cwd=git_repo)
+    merged = json.loads(hook("session-start", claude_payload("SessionStart", git_repo, source="startup"), git_repo).out)
+    assert "systemMessage" not in merged and memory.id in merged["hookSpecificOutput"]["additionalContext"]
 
 
 def test_the_remote_default_branch_is_the_evidence(git_repo: Path, data_root: Path, tmp_path: Path) -> None:
