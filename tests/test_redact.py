@@ -593,6 +593,8 @@ CONFIG_WORDS_NOT_PASSWORDS = [
     "[pypi]\nusername:me\npassword:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "APP_SECRET=Tls-certs", "password: Blueberry",
     "- name: add the deploy user\n  user:\n    name: deploy\n    update_password: always",
     "auth:\n  hasher: sha256\n  password: bcrypt", "lv:\n  login:\n    username: lietotājs\n    password: parole", "policy:\n  password: alphanumeric\n  rotation: monthly",
+    "rules:\n  username: lowercase\n  password: mixedcase", "steps:\n  login: manual\n  password: rotate",
+    "policy:\n  username: lowercase\n  password: uppercase",
 ]  # fmt: skip
 
 # … and words that stay: prose, placeholders, references, descriptions, types, labels and
