@@ -594,7 +594,8 @@ CONFIG_WORDS_NOT_PASSWORDS = [
     "- name: add the deploy user\n  user:\n    name: deploy\n    update_password: always",
     "auth:\n  hasher: sha256\n  password: bcrypt", "lv:\n  login:\n    username: lietotājs\n    password: parole", "policy:\n  password: alphanumeric\n  rotation: monthly",
     "rules:\n  username: lowercase\n  password: mixedcase", "steps:\n  login: manual\n  password: rotate",
-    "policy:\n  username: lowercase\n  password: uppercase",
+    "policy:\n  username: lowercase\n  password: uppercase", "[credential]\nhelper = store\npassword = cache",
+    "ldap:\n  bind: cn\n  password: anonymous", "db:\n  user: app\n  password: envvar",
 ]  # fmt: skip
 
 # … and words that stay: prose, placeholders, references, descriptions, types, labels and

@@ -249,6 +249,7 @@ DESCRIBING_WORDS = frozenset(
     builtin external internal environment static dynamic clear unsafe medium minimal maximum
     minimum length complexity policy rules crypt bcrypt scrypt argon pbkdf yescrypt md5crypt
     sha512crypt rotate rotating renew regenerate expire expires expiry mixedcase camelcase
+    cache cached anonymous envvar env environ ssm kms
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 # Words that make a phrase a sentence: articles, pronouns, prepositions, auxiliaries and the
