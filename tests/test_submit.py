@@ -21,6 +21,17 @@ def draft(cli: Any, text: str) -> str:
     return str(json.loads(result.out)["id"])
 
 
+def interrupted(cli: Any, git_repo: Path, data_root: Path, text: str) -> tuple[str, Path, Path]:
+    """A draft whose submit was killed before its commit: its outbox copy, and the proposed
+    copy the submit wrote into the repository folder, uncommitted."""
+    memory = draft(cli, text)
+    outbox_file = next(data_root.rglob(f"{memory}.md"))
+    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    return memory, outbox_file, target
+
+
 def test_submit_commits_only_memory_files(cli: Any, git_repo: Path) -> None:
     (git_repo / "src.py").write_text("print('user work')\n")
     git("add", "src.py", cwd=git_repo)
@@ -147,11 +158,7 @@ def test_git_memex_submit_from_a_subdirectory(cli: Any, git_repo: Path, tmp_path
 
 def test_rerun_after_an_interrupted_submit(cli: Any, git_repo: Path, data_root: Path) -> None:
     """The repo copy was written but never committed, and the outbox copy is still there."""
-    memory = draft(cli, "interrupted submits recover")
-    outbox_file = next(data_root.rglob(f"{memory}.md"))
-    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
-    target.parent.mkdir(parents=True)
-    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    memory, outbox_file, _ = interrupted(cli, git_repo, data_root, "interrupted submits recover")
     result = cli("submit", memory)
     assert result.rc == 0, result.err
     assert f".ai/open-memex/{memory}.md" in git("show", "--name-only", "--format=", "HEAD", cwd=git_repo)
@@ -165,11 +172,7 @@ def test_forget_after_an_interrupted_submit_deletes_every_copy(cli: Any, git_rep
     """A submit killed before its commit (or after it, before removing the draft) leaves the
     repository copy beside the outbox draft. ``forget`` deleted only the copy it acted on and
     answered "deleted", and the next submit committed the draft — the forgotten text in git."""
-    memory = draft(cli, "a fact the user forgets after an interrupted submit")
-    outbox_file = next(data_root.rglob(f"{memory}.md"))
-    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
-    target.parent.mkdir(parents=True)
-    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    memory, outbox_file, target = interrupted(cli, git_repo, data_root, "a fact the user forgets after an interrupted submit")
     if committed:
         git("add", ".ai", cwd=git_repo)
         git("commit", "-q", "-m", "submitted, then killed before the draft was removed", cwd=git_repo)
@@ -190,12 +193,10 @@ def test_forget_from_outside_the_repository_reaches_the_interrupted_copy(cli: An
     elsewhere), forget saw only the outbox draft: the repository copy an interrupted submit
     left stayed, and the next submit there committed the forgotten text. A copy git tracks
     is that checkout's history: named, not deleted from elsewhere."""
-    memory = draft(cli, "a fact forgotten from another folder after an interrupted submit")
     kept = draft(cli, "a fact already committed in the repository")
     assert cli("submit", kept).rc == 0
-    outbox_file = next(data_root.rglob(f"{memory}.md"))
-    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
-    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    memory, outbox_file, target = interrupted(cli, git_repo, data_root,
+                                              "a fact forgotten from another folder after an interrupted submit")  # fmt: skip
     assert cli("list").rc == 0  # the index has seen the repository copy
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -217,11 +218,7 @@ def test_a_soft_forget_retracts_every_copy(cli: Any, git_repo: Path, data_root: 
     """Retraction is one-way for the memory, not for one of its files: the outbox draft
     stayed active beside the retracted repository copy (or the reverse), and a submit
     committed the active one."""
-    memory = draft(cli, "a fact retracted after an interrupted submit")
-    outbox_file = next(data_root.rglob(f"{memory}.md"))
-    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    memory, outbox_file, target = interrupted(cli, git_repo, data_root, "a fact retracted after an interrupted submit")
     hidden = cli("forget", memory, "--soft", "--json")
     assert hidden.rc == 0, hidden.err
     assert json.loads(hidden.out)["copies"] == [str(outbox_file)]
@@ -230,11 +227,7 @@ def test_a_soft_forget_retracts_every_copy(cli: Any, git_repo: Path, data_root: 
 
 def test_a_hard_forget_keeps_every_copy_when_one_cannot_go(cli: Any, git_repo: Path, data_root: Path) -> None:
     """All copies or none: an unreadable second copy stops the forget before any file goes."""
-    memory = draft(cli, "a draft whose repository copy is damaged")
-    outbox_file = next(data_root.rglob(f"{memory}.md"))
-    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
-    target.parent.mkdir(parents=True)
-    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    memory, outbox_file, target = interrupted(cli, git_repo, data_root, "a draft whose repository copy is damaged")
     assert cli("list").rc == 0  # the index sees both copies
     outbox_file.write_bytes(b"---\nnot: [closed\n---\nbroken\n")
     result = cli("forget", memory)
@@ -465,11 +458,7 @@ def test_a_supersede_killed_in_the_repository_is_neither_forked_nor_committed_ha
 def test_forget_of_an_interrupted_submit_says_what_it_did(cli: Any, git_repo: Path, data_root: Path) -> None:
     """It warned "exists in 2 places; acting on <repository copy>" and then deleted both, and
     asked to commit the deletion of a file git never tracked."""
-    memory = draft(cli, "a fact whose submit was interrupted, then forgotten")
-    outbox_file = next(data_root.rglob(f"{memory}.md"))
-    target = git_repo / ".ai" / "open-memex" / f"{memory}.md"
-    target.parent.mkdir(parents=True)
-    target.write_text(outbox_file.read_text().replace("review_state: draft", "review_state: proposed"))
+    memory, outbox_file, _ = interrupted(cli, git_repo, data_root, "a fact whose submit was interrupted, then forgotten")
     gone = cli("forget", memory)
     assert gone.rc == 0 and gone.out.strip() == f"deleted {memory}"
     assert f"its other copy went too: {outbox_file}" in gone.err
