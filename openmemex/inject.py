@@ -267,18 +267,25 @@ def default_branch(git_dir: Path, common_dir: Path) -> tuple[str, str] | None:
 
     if (common_dir / "reftable").exists():
         return None
-    packed: dict[str, str] = {}
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        for line in (common_dir / "packed-refs").read_text("utf-8").splitlines():
-            oid, _, name = line.partition(" ")
-            if _OID.fullmatch(oid):
-                packed[name.strip()] = oid
+    packed: list[str] = []  # the file's text, read once on the first ref not found loose
+
+    def in_packed(name: str) -> str:
+        """The id ``packed-refs`` gives ``name``: found with one ``str.find`` (a monorepo's file
+        holds 100k refs, and the hook runs at every session start), not by splitting it."""
+        if not packed:
+            try:
+                packed.append("\n" + (common_dir / "packed-refs").read_text("utf-8") + "\n")
+            except (OSError, UnicodeDecodeError):
+                packed.append("")
+        at = packed[0].find(f" {name}\n")
+        start = packed[0].rfind("\n", 0, at) + 1 if at > 0 else -1
+        return packed[0][start:at] if start >= 0 else ""
 
     def read(name: str, depth: int = 0) -> tuple[str, str] | None:
         try:
             text = (common_dir / name).read_text("utf-8").strip()
         except (OSError, UnicodeDecodeError):
-            text = packed.get(name, "")
+            text = in_packed(name)
         if text.startswith("ref: ") and depth < 3:
             target = text[5:].strip()
             return read(target, depth + 1) if target.startswith("refs/") and _BRANCH.fullmatch(target) else None

@@ -600,3 +600,26 @@ def test_an_interrupted_hook_is_one_line_and_130(event: str, capsys: pytest.Capt
     assert hooks.run(event, stdin=Interrupted()) == 130  # type: ignore[arg-type]
     err = capsys.readouterr().err
     assert err == f"open-memex hook {event}: interrupted\n"
+
+
+def test_the_default_branch_is_read_from_packed_refs(git_repo: Path, tmp_path: Path) -> None:
+    """After `git gc` the refs live in packed-refs (a monorepo's holds 100k of them): the
+    default branch is found there, between tags and their peeled lines, as git has it."""
+    from openmemex.inject import default_branch
+
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    git("remote", "set-url", "origin", str(remote), cwd=git_repo)
+    git("push", "-q", "origin", "main", cwd=git_repo)
+    git("fetch", "-q", "origin", cwd=git_repo)
+    git("remote", "set-head", "origin", "main", cwd=git_repo)
+    for n in range(3):
+        git("tag", "-a", f"v{n}", "-m", "release", cwd=git_repo)
+        git("branch", f"main-{n}", cwd=git_repo)
+    git("pack-refs", "--all", cwd=git_repo)
+    assert not (git_repo / ".git" / "refs" / "remotes" / "origin" / "main").exists()  # packed, not loose
+    tip = git("rev-parse", "origin/main", cwd=git_repo).strip()
+    assert default_branch(git_repo / ".git", git_repo / ".git") == ("refs/remotes/origin/main", tip)
+    (git_repo / ".git" / "refs" / "remotes" / "origin" / "HEAD").unlink()
+    git("remote", "rename", "origin", "upstream", cwd=git_repo)  # no origin: the local main
+    assert default_branch(git_repo / ".git", git_repo / ".git") == ("refs/heads/main", tip)
