@@ -6,7 +6,9 @@ the scanner), and an echo is cut to a length (a 3 MB id made a 3 MB error)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 ULID = re.compile(r"(?<![0-9A-Za-z])[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}(?![0-9A-Za-z])")
 ECHO_LIMIT = 2000
@@ -27,13 +29,102 @@ def masked(text: str, limit: int = ECHO_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def for_transcript(text: str) -> str:
+def for_transcript(text: str, memo: CleanMemo | None = None) -> str:
     """Memory text on its way into an agent's transcript (an MCP result, the session-start
     block): masked again and made terminal-safe (``terminal.safe``), never cut. Text is masked
     when written, but a file edited by hand or pulled from a teammate can hold a token the
     write path never saw, and raw ESC/OSC 8/bidi characters that would show in the host's
     terminal as something else. One function for every surface that hands memory text to an
-    agent."""
+    agent. ``memo``: texts already found clean need no scan (``CleanMemo``)."""
     from .terminal import safe
 
-    return safe(masked(text, limit=NO_CUT))
+    return safe(memo.masked(text) if memo is not None else masked(text, limit=NO_CUT))
+
+
+MEMO_FILE = "clean-texts.json"
+MEMO_VERSION = 1
+MEMO_KEEP = 4096  # digests kept: the texts of a few hundred session starts
+
+
+class CleanMemo:
+    """Digests of texts the scanner found nothing in, kept in the data root between
+    processes. Every session start hands the same memory texts to the agent, and loading
+    the scanner (importing and compiling its rules) cost more than the rest of the hook; a
+    text whose digest is here is the very text the same rules found clean, so it is shown
+    without a scan. The digests count only under the rules that judged them
+    (``_rules_stamp``: the version and the scanner's own files), so an upgrade or an
+    edited rule scans every text again. A damaged or unwritable file only costs the scan."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._rules = _rules_stamp()
+        self._kept: list[str] = []
+        self._known: set[str] = set()
+        self._used: dict[str, None] = {}
+        self._new = False
+        if self._rules is None:
+            return
+        import json
+
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(data, dict) and data.get("v") == MEMO_VERSION and data.get("rules") == self._rules:
+            kept = data.get("clean")
+            if isinstance(kept, list):
+                self._kept = [d for d in kept if isinstance(d, str)]
+        self._known = set(self._kept)
+
+    def masked(self, text: str) -> str:
+        """``masked(text)`` uncut, without the scan when ``text`` is known clean."""
+        digest = _digest(text)
+        if digest in self._known:
+            self._used[digest] = None
+            return text
+        shown = masked(text, limit=NO_CUT)
+        if shown == text and self._rules is not None:
+            self._used[digest] = None
+            self._new = True
+        return shown
+
+    def save(self) -> None:
+        """Keep this run's clean texts first, then the older ones (best effort)."""
+        if not self._new:
+            return
+        import contextlib
+        import json
+
+        from .errors import MemexError
+        from .store import write_atomic
+
+        kept = list(self._used) + [d for d in self._kept if d not in self._used]
+        document = {"v": MEMO_VERSION, "rules": self._rules, "clean": kept[:MEMO_KEEP]}
+        with contextlib.suppress(OSError, MemexError):
+            write_atomic(self._path, json.dumps(document))
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _rules_stamp() -> str | None:
+    """What the scanner's verdicts depend on: the version, and the size and time of each of
+    the scanner's files and of this one (an edited rule in a checkout, an upgrade). None
+    (nothing is remembered) when the files cannot be listed."""
+    import hashlib
+
+    from . import __version__
+
+    here = Path(__file__)
+    parts = [__version__]
+    try:
+        files = [here, *sorted(p for p in (here.parent / "redact").iterdir() if p.suffix == ".py")]
+        for file in files:
+            st = os.stat(file)
+            parts.append(f"{file.name}:{st.st_size}:{st.st_mtime_ns}")
+    except OSError:
+        return None
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from .capture import Scan
     from .context import Context
+    from .echo import CleanMemo
 
 EVENTS = ("session-start", "user-prompt", "stop")
 SESSION_TTL_S = 7 * 86400
@@ -128,14 +129,15 @@ def _context(payload: dict[str, Any]) -> Context:
     return ctx
 
 
-def _output(event_name: str, context: str = "", message: str = "") -> dict[str, Any]:
+def _output(event_name: str, context: str = "", message: str = "", memo: CleanMemo | None = None) -> dict[str, Any]:
     """The host's document. ``additionalContext`` enters the agent's transcript as the MCP
     tools' results do, so it is masked and escaped by the same function (``echo.for_transcript``)."""
     document: dict[str, Any] = {}
     if context:
         from .echo import for_transcript
 
-        document["hookSpecificOutput"] = {"hookEventName": event_name, "additionalContext": for_transcript(context)}
+        document["hookSpecificOutput"] = {"hookEventName": event_name,
+                                          "additionalContext": for_transcript(context, memo)}  # fmt: skip
     if message:
         document["systemMessage"] = message
     return document
@@ -159,6 +161,7 @@ def user_prompt(payload: dict[str, Any], found: Scan) -> dict[str, Any]:
 
 def session_start(payload: dict[str, Any]) -> dict[str, Any]:
     from . import freshness
+    from .echo import MEMO_FILE, CleanMemo
     from .git.sync_status import outbox_count
     from .guidance import outbox_note
     from .inject import estimate_tokens, session_block
@@ -173,7 +176,8 @@ def session_start(payload: dict[str, Any]) -> dict[str, Any]:
         freshness.sync_folders(ctx, [*ctx.folders("personal"), *ctx.folders("project")])  # once, for both
         note = outbox_note(outbox_count(ctx, synced=True))
         budget = int(ctx.config.values.get("injectTokens", 800)) - (estimate_tokens(note) + 1 if note else 0)
-        block = session_block(ctx, budget=max(budget, 0), synced=True)
+        memo = CleanMemo(ctx.root / MEMO_FILE)  # the scanner is loaded only for a text it has not seen clean
+        block = session_block(ctx, budget=max(budget, 0), synced=True, memo=memo)
     text = block.text
     if note:
         text = (text + "\n" if text else "") + note
@@ -183,7 +187,9 @@ def session_start(payload: dict[str, Any]) -> dict[str, Any]:
         told = (f"open-memex: {block.unvetted} approved memor{'ies' if many else 'y'} not shown as reviewed: "
                 f"{'their approval is' if many else 'its approval is'} not on the default branch yet — once the PR "
                 "is approved: `open-memex pr-status --apply` on its branch, commit, push, merge")  # fmt: skip
-    return _output("SessionStart", text, told)
+    document = _output("SessionStart", text, told, memo)
+    memo.save()
+    return document
 
 
 def stop(payload: dict[str, Any]) -> dict[str, Any]:

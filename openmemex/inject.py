@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import freshness
 from .context import Context
-from .echo import for_transcript
+from .echo import CleanMemo, for_transcript
 from .focus import Focus, read_focus
 from .index import placeholders
 from .text import build_query, normalize_ws
@@ -75,9 +75,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def session_block(ctx: Context, budget: int | None = None, focus: Focus | None = None,
-                  synced: bool = False) -> Block:  # fmt: skip
+                  synced: bool = False, memo: CleanMemo | None = None) -> Block:  # fmt: skip
     """The block for a session starting in ``ctx.cwd``; empty text when nothing qualifies
-    (``synced``: the caller has just made the index fresh for these folders)."""
+    (``synced``: the caller has just made the index fresh for these folders; ``memo``: the
+    texts the scanner already found clean, ``echo.CleanMemo``)."""
     budget = int(budget if budget is not None else ctx.config.values.get("injectTokens", 800))
     focus = focus if focus is not None else read_focus(ctx.cwd)
     personal = ctx.folders("personal")
@@ -102,7 +103,7 @@ def session_block(ctx: Context, budget: int | None = None, focus: Focus | None =
                           row if vet else None))  # fmt: skip
     items.sort(key=lambda i: -i.score)
     vetted = _Vetting(ctx)
-    block = _render(ctx, items, budget, len(rows), vetted)
+    block = _render(ctx, items, budget, len(rows), vetted, memo)
     vetted.save()
     return block
 
@@ -352,11 +353,12 @@ def _candidates(conn: sqlite3.Connection, dirs: list[str], focus: Focus) -> dict
     return found
 
 
-def _render(ctx: Context, items: list[Item], budget: int, considered: int, vetted: _Vetting) -> Block:
+def _render(ctx: Context, items: list[Item], budget: int, considered: int, vetted: _Vetting,
+            memo: CleanMemo | None) -> Block:  # fmt: skip
     sections = {
         "instruction": "Reviewed instructions for this project and from you:",
         "personal": "About the user (personal preferences):",
-        "project": f"Project knowledge ({for_transcript(ctx.project.name)}):",
+        "project": f"Project knowledge ({for_transcript(ctx.project.name, memo)}):",
     }
     footer = ("Search memory (memory_search) before asking about past decisions; save what the user states "
               "(memory_add) and propose what you infer.")  # fmt: skip
@@ -372,7 +374,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
         if item.vet is not None and not vetted(item.vet):
             unvetted += 1
             continue
-        shown = _cut(for_transcript(item.text))
+        shown = _cut(for_transcript(item.text, memo))
         cost = estimate_tokens(_line(item, shown)) + 1 + heading
         if used + cost > budget:
             continue
@@ -388,7 +390,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
             lines.append(title)
             lines += [_line(item, item.text) for item in chosen[kind]]
     lines.append(footer)
-    text = for_transcript("\n".join(lines))  # a secret read across two lines, too
+    text = for_transcript("\n".join(lines), memo)  # a secret read across two lines, too
     return Block(text, kept, estimate_tokens(text), considered, unvetted)
 
 

@@ -385,6 +385,90 @@ def test_session_start_masks_and_escapes_memory_text_like_the_mcp_results(git_re
     assert "\\x1b]8;;https://evil.example/" in block and "\\u202egnp.tset" in block  # shown, inert
 
 
+def session_start_modules(repo: Path) -> tuple[str, set[str]]:
+    """One session start in a fresh process: its block and the modules it imported."""
+    code = ("import json, sys; from openmemex.cli import entry; "
+            "rc = entry._hook(['hook', 'session-start']); "
+            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
+    payload = json.dumps(claude_payload("SessionStart", repo, source="startup"))
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, cwd=repo,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    block = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    return block, set(json.loads(proc.stderr[proc.stderr.index("["):]))
+
+
+SCANNER = "openmemex.redact.engine"
+
+
+def test_a_text_found_clean_is_not_scanned_again(git_repo: Path, data_root: Path) -> None:
+    """The scanner is the costliest part of a session start, and the texts are the same
+    every time: the second start shows the same block without loading it. A new text is
+    scanned (and remembered once clean)."""
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    put(outbox, "Run the migrations before the API server starts.", scope_key=key, visibility="internal")
+    first, modules = session_start_modules(git_repo)
+    assert SCANNER in modules and (data_root / "clean-texts.json").is_file()
+    again, modules = session_start_modules(git_repo)
+    assert again == first and SCANNER not in modules
+    added = put(outbox, "The staging cluster is rebuilt every Monday.", scope_key=key, visibility="internal")
+    third, modules = session_start_modules(git_repo)
+    assert added.id in third and SCANNER in modules
+    fourth, modules = session_start_modules(git_repo)
+    assert fourth == third and SCANNER not in modules
+
+
+def test_a_secret_is_masked_at_every_session_start(git_repo: Path, data_root: Path) -> None:
+    """A text the scanner masked is never remembered as clean: each start masks it again,
+    also when a kept digest list was written under other rules (an upgrade, an edited rule)
+    or is damaged."""
+    token = "ghp_" + "R3alT0kenAbCdEfGhIjKlMnOpQrStUvWxYz12"
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    hand = put(outbox, f"CI deploy token {token}", scope_key=key, visibility="internal")
+    memo = data_root / "clean-texts.json"
+    for _ in range(2):
+        block, modules = session_start_modules(git_repo)
+        assert hand.id in block and "R3al" not in block and SCANNER in modules
+    for damaged in ("{not json", "[" * 100_000, json.dumps({"v": 1, "rules": 7, "clean": [1, None]})):
+        memo.write_text(damaged, "utf-8")
+        block, _ = session_start_modules(git_repo)
+        assert hand.id in block and "R3al" not in block and "ghp_" + "xxxx" in block
+
+
+def test_a_digest_counts_only_under_the_rules_that_judged_it(data_root: Path) -> None:
+    """A kept digest is trusted only under the same rules: one written under others (an
+    upgrade, a rule edited in a checkout) is scanned again."""
+    import hashlib
+
+    from openmemex.echo import MEMO_FILE, CleanMemo, _rules_stamp
+
+    text = "CI deploy token " + "ghp_" + "R3alT0kenAbCdEfGhIjKlMnOpQrStUvWxYz12"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    path = data_root / MEMO_FILE
+    data_root.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"v": 1, "rules": "0" * 16, "clean": [digest]}), "utf-8")
+    assert "R3al" not in CleanMemo(path).masked(text)
+    path.write_text(json.dumps({"v": 1, "rules": _rules_stamp(), "clean": [digest]}), "utf-8")
+    assert CleanMemo(path).masked(text) == text  # the trust model: only our own scan writes a digest
+    memo = CleanMemo(path)
+    memo.masked("a plain sentence about deploys")
+    memo.save()
+    kept = json.loads(path.read_text("utf-8"))
+    assert kept["rules"] == _rules_stamp() and len(kept["clean"]) == 2 and digest in kept["clean"]
+
+
+def test_an_unwritable_memo_costs_only_the_scan(git_repo: Path, data_root: Path) -> None:
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    put(outbox, "Run the migrations before the API server starts.", scope_key=key, visibility="internal")
+    (data_root / "clean-texts.json").mkdir()  # not a file: never read, never written
+    first, modules = session_start_modules(git_repo)
+    again, modules = session_start_modules(git_repo)
+    assert again == first and "migrations" in first and SCANNER in modules
+
+
 async def test_capture_once_then_the_agent_is_refused(git_repo: Path, data_root: Path) -> None:
     payload = claude_payload("UserPromptSubmit", git_repo, prompt="remember that we deploy on Fridays")
     first = hook("user-prompt", payload, git_repo)
