@@ -155,7 +155,7 @@ def _words(text: str) -> list[str]:
 def _inflections(base: str) -> set[str]:
     """Every word whose ``_forms`` may include ``base`` (``_forms`` inverted): the base, a
     suffix on it or on its stem, a doubled last letter before "ed"/"ing". Some do not
-    reach it (the length rule); ``Expander.__post_init__`` keeps only those that do."""
+    reach it (the length rule); ``Expander._ensure`` keeps only those that do."""
     out = {base, base + base[-1:] + "ed", base + base[-1:] + "ing"}
     for suffix, repl in _SUFFIXES:
         if base.endswith(repl):
@@ -166,47 +166,69 @@ def _inflections(base: str) -> set[str]:
 @dataclass
 class Expander:
     """An expansion map ready to apply: single words, phrases (matched on consecutive
-    words) and CJK members (matched as substrings)."""
+    words) and CJK members (matched as substrings).
+
+    ``digest`` is worked out at once (attaching a connection compares it with the index's);
+    the lookup tables on the first method that needs them (``_ensure``): they take ~13 ms,
+    and a hook's session start, ``list`` or ``show`` never expands anything."""
 
     groups: tuple[tuple[str, ...], ...]
     digest: str = ""
-    _words: dict[str, list[int]] = field(default_factory=dict)
-    _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict)
-    _cjk: list[tuple[str, int]] = field(default_factory=list)
-    _tokens: list[str] = field(default_factory=list)
-    _codes: list[bytes] = field(default_factory=list)
-    _reach: frozenset[str] = frozenset()  # the words that reach a member word or start a phrase
-    _heads: frozenset[str] = frozenset()  # the words of _reach that may start a phrase
-    _cjk_by_first: dict[str, list[int]] = field(default_factory=dict)  # first character → places in _cjk
+    # derived from ``groups`` by ``_ensure``: not compared and not shown, as ``digest`` stands for them
+    _words: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)
+    _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict, compare=False, repr=False)
+    _cjk: list[tuple[str, int]] = field(default_factory=list, compare=False, repr=False)
+    _tokens: list[str] = field(default_factory=list, compare=False, repr=False)
+    _codes: list[bytes] = field(default_factory=list, compare=False, repr=False)
+    _reach: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # the words that reach a member word or start a phrase
+    _heads: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # the words of _reach that may start a phrase
+    _cjk_by_first: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)  # first character → places in _cjk
     _memo: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[tuple[str, ...], int], ...]]] = field(
-        default_factory=dict
+        default_factory=dict, compare=False, repr=False
     )
+    _built: bool = field(default=False, compare=False, repr=False)  # the tables above are derived
 
     def __post_init__(self) -> None:
         canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups]], ensure_ascii=False)
         self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-        self._tokens = [token(group) for group in self.groups]
-        self._codes = [compact(t) for t in self._tokens]
+
+    def _ensure(self) -> None:
+        """Derive the lookup tables, once. Built aside and put in place before ``_built``
+        is set, so a thread that reads them meanwhile sees none or all (two threads racing
+        both derive equal tables, which is harmless)."""
+        if self._built:
+            return
+        tokens = [token(group) for group in self.groups]
+        words: dict[str, list[int]] = {}
+        phrases: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        cjk: list[tuple[str, int]] = []
+        cjk_by_first: dict[str, list[int]] = {}
         for gi, group in enumerate(self.groups):
             for member in group:
                 if CJK_RUN.search(member):
-                    self._cjk.append((member, gi))
+                    cjk.append((member, gi))
                     continue
-                words = tuple(_words(member))
-                if len(words) == 1:
-                    self._words.setdefault(words[0], []).append(gi)
-                elif words:
-                    self._phrases.setdefault(words[0], []).append((words, gi))
-        for at, (member, _) in enumerate(self._cjk):
-            self._cjk_by_first.setdefault(member[0], []).append(at)
-        keys = set(self._words) | set(self._phrases)
-        self._reach = frozenset(w for k in keys for w in _inflections(k) if any(f in keys for f in _forms(w)))
-        self._heads = frozenset(w for w in self._reach if any(f in self._phrases for f in _forms(w)))
+                parts = tuple(_words(member))
+                if len(parts) == 1:
+                    words.setdefault(parts[0], []).append(gi)
+                elif parts:
+                    phrases.setdefault(parts[0], []).append((parts, gi))
+        for at, (member, _) in enumerate(cjk):
+            cjk_by_first.setdefault(member[0], []).append(at)
+        keys = set(words) | set(phrases)
+        reach = frozenset(w for k in keys for w in _inflections(k) if any(f in keys for f in _forms(w)))
+        self._heads = frozenset(w for w in reach if any(f in phrases for f in _forms(w)))
+        self._reach = reach
+        self._tokens = tokens
+        self._codes = [compact(t) for t in tokens]
+        self._words, self._phrases, self._cjk, self._cjk_by_first = words, phrases, cjk, cjk_by_first
+        self._built = True
 
     def matched_groups(self, text: str, has_cjk: bool | None = None) -> list[int]:
         """Groups with a member in ``text``, in order of first appearance (what indexing
         needs, once per memory: ``matched_members`` without naming the members).
         ``has_cjk``: whether ``text`` has CJK characters, when the caller knows."""
+        self._ensure()
         found: dict[int, None] = {}
         words = _words(text)
         reach = self._reach  # most words reach nothing: one set lookup each, in C
@@ -239,6 +261,7 @@ class Expander:
         it may start — worked out once per distinct word."""
         hit = self._memo.get(word)
         if hit is None:
+            self._ensure()  # (a word is in _memo only once the tables are)
             forms = _forms(word)
             groups = tuple(dict.fromkeys(gi for f in forms for gi in self._words.get(f, ())))
             phrases = tuple(p for f in forms for p in self._phrases.get(f, ()))
@@ -250,6 +273,7 @@ class Expander:
     def matched_members(self, text: str) -> dict[int, list[str]]:
         """The members ``text`` uses (as words, inflected or not, or as CJK substrings), by
         group, groups in order of first appearance."""
+        self._ensure()
         found: dict[int, list[str]] = {}
         words = _words(text)
         forms = [_forms(w) for w in words]
@@ -291,6 +315,7 @@ class Expander:
         those words (the ``(synonym: …)`` attribution): of the groups both use (``asked`` is
         ``matched_members`` of the query, worked out once per search), the members the query
         says and the memory does not."""
+        self._ensure()
         theirs = column.split()
         common = [gi for gi in asked if self._tokens[gi] in theirs]
         if not common:

@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import expansions
+from .lazyre import LazyPattern
 from .text import CJK_RUN, CJK_STANDIN, HASH_CHARS, cjk_index_text, starts_word
 
 SCHEMA_VERSION = 18  # 18: location, visibility, role, importance and source coded (CODED); the small keyed tables WITHOUT ROWID (no second page for their key's index); 17: folder inserts guarded too (INSERT OR REPLACE deletes without the delete triggers); 16: texts deflated with zlib's checksum, folders guarded; 15: folders numbered, texts deflated, rows in memory_rows behind the memories view; 14: rows deleted only by connections with our functions, an older layout's rows refused; 13: tokens stored in 5 bytes each; 12: cjk grams and FTS text not stored, compact tokens and hash; 11: cjk stored again; 10: derived file_path, FTS kept from Python (issue 11); 9: fingerprint formula; 8: D80/D81
@@ -243,11 +244,12 @@ CJK_WORD_RANGES = (
     (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xAC00, 0xD7AF),
 )  # fmt: skip
 _CJK_WORD = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_WORD_RANGES)
-_CJK_WORDS = re.compile(f"[{_CJK_WORD}]+")
+# This and _BESIDE_CJK compile on first use (lazyre), not at every import (5 ms).
+_CJK_WORDS = LazyPattern(f"[{_CJK_WORD}]+")
 _APART = "\u2063"  # INVISIBLE SEPARATOR: a separator to unicode61, nothing on the screen
 # where a separator stands between CJK and another character (a match mark may stand beside
 # one): ``words_together`` takes out those words_apart put in
-_BESIDE_CJK = re.compile(f"(?<=[{_CJK_WORD}]){_APART}(?=([^{_CJK_WORD}]))|(?<=([^{_CJK_WORD}])){_APART}(?=[{_CJK_WORD}])")
+_BESIDE_CJK = LazyPattern(f"(?<=[{_CJK_WORD}]){_APART}(?=([^{_CJK_WORD}]))|(?<=([^{_CJK_WORD}])){_APART}(?=[{_CJK_WORD}])")
 
 
 def _recut(text: str, apart: str, stand_in: bool) -> str:

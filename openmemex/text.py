@@ -15,6 +15,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from .lazyre import LazyPattern
+
 CJK_BLOCKS = (
     (0x3040, 0x30FF),  # kana
     (0x3400, 0x4DBF),  # CJK ext A
@@ -23,7 +25,7 @@ CJK_BLOCKS = (
     (0xAC00, 0xD7AF),  # hangul
 )
 _CJK_RANGES = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_BLOCKS)
-CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
+CJK_RUN = LazyPattern(f"[{_CJK_RANGES}]+")  # compiled on first use (lazyre), not at every import (1 ms)
 # What the index's FTS ``content`` column has for each CJK letter (``index_schema.plain``): a
 # private-use letter, which no query may ask for (``build_query``).
 CJK_STANDIN = "\ue000"
@@ -46,7 +48,7 @@ DIACRITICS = frozenset(
 # as 々〆〇, enclosed and compatibility forms, halfwidth kana, the ideographic planes): CJK text is
 # found by its grams (``CJK_RUN``) and the rest of it stays as it was in the index and in a
 # query, never a word of its own.
-_CJK_SCRIPT = re.compile(
+_CJK_SCRIPT = LazyPattern(  # compiled on first use (lazyre), not at every import (2 ms)
     "[\u1100-\u11ff\u2e80-\u2fdf\u2ff0-\u31ff\u3200-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
     "\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff65-\uffdc\U0001aff0-\U0001b16f\U00020000-\U0003ffff]"
 )

@@ -23,6 +23,7 @@ import math
 import re
 from collections import Counter
 
+from openmemex.lazyre import LazyPattern
 from openmemex.redact.masking import is_masked
 
 # Values that stand for a secret instead of being one.
@@ -35,7 +36,7 @@ PLACEHOLDER_WORDS = frozenset(
     qux test testing admin root guest user username postgres mysql xxx
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(  # this and _NOT_SECRET compile on first use (lazyre), not at every import (1 ms each)
     r"""(?ix)
       <.*                              # <YOUR_KEY>, <password>
     | \$\{.* | \$\{\{.* | \$\(.*      # ${DB_PASSWORD}, ${{ secrets.X }}, $(cat file)
@@ -64,7 +65,7 @@ _MEMBER = re.compile(r"\$?[A-Za-z_]\w*(?:(?:->|::)[A-Za-z_]\w*)+")  # $this->sec
 
 # Shapes that are identifiers, digests or ordinary data, never credentials.
 _UUID = re.compile(r"\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?")
-_NOT_SECRET = re.compile(
+_NOT_SECRET = LazyPattern(
     r"""(?ix)
       (?-i:[0-7][0-9A-HJKMNP-TV-Z]{25})                              # ULID (upper case, as generated)
     | (?:sha(?:1|224|256|384|512)|md5|blake2b?)[:-][A-Za-z0-9+/=_-]+  # sha256:…, sha512-… (lockfiles)
