@@ -356,7 +356,7 @@ def transaction(conn: sqlite3.Connection, check: bool = True) -> Iterator[None]:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
         raise busy_error(exc, _path_of(conn)) from None
-    if check and not (index_schema.is_current(conn) and index_schema.rules_match(conn)):
+    if check and not (index_schema.is_current(conn) and index_schema.rules_match(conn, record=True)):
         _rollback(conn)
         raise IndexReplaced("the index was rebuilt by another open-memex while this command ran; nothing was "
                            "written — run it again")  # fmt: skip

@@ -442,11 +442,49 @@ def is_current(conn: sqlite3.Connection) -> bool:
     return bool(conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION)
 
 
-def rules_match(conn: sqlite3.Connection) -> bool:
+def rules_match(conn: sqlite3.Connection, record: bool = False) -> bool:
     """The index's FTS values were derived as this process derives them (``text_rules``);
-    read once per connection, where ``index.connect`` reads ``index_info`` anyway."""
-    row = conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()
-    return row is not None and row[0] == text_rules()
+    read once per connection, where ``index.connect`` reads ``index_info`` anyway. Working
+    the rules out costs a process about 5 ms, so an index whose rules were worked out in this
+    very environment (``text_environment``: the same SQLite build, Python and modules) is
+    taken at its word. ``record`` (inside a write transaction): an index found to match in
+    another environment (an upgrade that left the rules as they were) records this one."""
+    found = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('text', 'text_env')").fetchall())
+    environment = text_environment(conn)
+    if found.get("text") is None:
+        return False
+    if found.get("text_env") == environment:
+        return True
+    if found["text"] != text_rules():
+        return False
+    if record:
+        conn.execute("INSERT OR REPLACE INTO index_info(key, value) VALUES ('text_env', ?)", (environment,))
+    return True
+
+
+def text_environment(conn: sqlite3.Connection) -> str:
+    """Everything ``text_rules`` depends on, read in a fraction of a millisecond: SQLite's
+    exact build (its source id), Python's version and Unicode tables, and the size and time
+    of each of this package's modules (where the derivation rules live)."""
+    source = str(conn.execute("SELECT sqlite_source_id()").fetchone()[0])
+    return _environment(source)
+
+
+@functools.cache
+def _environment(sqlite_source: str) -> str:
+    import sys
+    import unicodedata
+
+    parts = [sqlite_source, sys.version, unicodedata.unidata_version]
+    try:
+        with os.scandir(os.path.dirname(os.path.abspath(__file__))) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    except OSError:
+        parts.append(os.urandom(8).hex())  # modules we cannot list: never taken at their word
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 def create_schema(conn: sqlite3.Connection, force: bool = False, indexes: bool = True) -> None:
@@ -483,6 +521,7 @@ def create_schema(conn: sqlite3.Connection, force: bool = False, indexes: bool =
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
         conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
         conn.execute("INSERT INTO index_info(key, value) VALUES ('text', ?)", (text_rules(),))
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('text_env', ?)", (text_environment(conn),))
         # no rows yet: they will be written with the map in force now
         conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -45,6 +45,7 @@ CANDIDATES = 400  # newest rows considered besides every relevance match
 REVIEWED = ("approved", "published")
 HALF_LIFE_DAYS = 30.0
 IMPORTANCE = {"high": 1.5, "normal": 1.0, "low": 0.6}
+_CJK_CHARS = re.compile("[\u3000-\u9fff\uac00-\ud7af]")
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Block:
 def estimate_tokens(text: str) -> int:
     """About 4 Latin characters per token, one per CJK character, one per line break: good
     enough for a budget, and never an under-count of the block as a whole."""
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    cjk = 0 if text.isascii() else len(_CJK_CHARS.findall(text))  # isascii: a flag CPython keeps
     return cjk + math.ceil((len(text) - cjk) / 4) + text.count("\n")
 
 

@@ -124,11 +124,42 @@ def test_compact_tokens_spell_back_exactly() -> None:
         expansions.spell(b"\x00\x01")
 
 
+def another_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rules change only with the code, SQLite or Python that derives them: this process is
+    now another environment, so the index's recorded rules are not taken at their word."""
+    monkeypatch.setattr(index_schema, "_environment", lambda source: "another-environment")
+
+
+def test_rules_worked_out_here_are_taken_at_their_word(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Working the derivation rules out costs every process about 5 ms: an index whose rules
+    were worked out in this environment is not asked again; one from another environment
+    (an upgrade that left the rules as they were) is checked, kept, and records this one at
+    the next write."""
+    memory = _add(cli, "the release train leaves on thursday", "--scope", "personal")
+
+    def never() -> str:
+        raise AssertionError("text_rules worked out again in the same environment")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index_schema, "text_rules", never)
+        assert memory in cli("search", "release train", "--scope", "personal").out
+    with Context.load() as ctx:
+        ctx.conn.execute("UPDATE index_info SET value = 'an-older-environment' WHERE key = 'text_env'")
+    assert memory in cli("search", "release train", "--scope", "personal").out  # checked, same rules: kept
+    with Context.load() as ctx:
+        assert ctx.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
+    cli("add", "the staging database is reset every sunday", "--scope", "personal")  # a write records it
+    with Context.load() as ctx:
+        env = ctx.conn.execute("SELECT value FROM index_info WHERE key = 'text_env'").fetchone()[0]
+        assert env == index_schema.text_environment(ctx.conn)
+
+
 def test_other_derivation_rules_rebuild_the_index(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """An index made by other rules (index_info 'text') is rebuilt rather than sent deletes
     that do not match what it holds; the files are the truth."""
     memory = _add(cli, CHINESE, "--scope", "personal")
     monkeypatch.setattr(index_schema, "text_rules", lambda: "other-rules")
+    another_environment(monkeypatch)
     with Context.load() as ctx:
         assert ctx.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0  # dropped on connect
         assert ctx.conn.execute("SELECT value FROM index_info WHERE key = 'text'").fetchone()[0] == "other-rules"
@@ -276,6 +307,7 @@ def test_the_rules_digest_covers_sqlites_tokenizer(cli: Any, monkeypatch: pytest
     ours = index_schema.text_rules()
     real = index_schema._tokenized
     monkeypatch.setattr(index_schema, "_tokenized", lambda values: [*real(values), ("straße", "c7", 6)])
+    another_environment(monkeypatch)  # an SQLite that cuts words otherwise is another build
     index_schema.text_rules.cache_clear()
     try:
         other = index_schema.text_rules()
