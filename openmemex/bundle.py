@@ -4,17 +4,20 @@
 A bundle comes from anywhere, so reading trusts nothing in it: nothing is extracted —
 members are read into memory, never onto disk — and the whole bundle is refused, before
 anything is written, when it holds a path that is absolute or climbs out (``../``), a
-symlink or hardlink, a device or other special file, an unexpected name, the same name
-twice, a member over the size limits, more decompressed bytes than a bundle of its size
-can honestly hold (a decompression bomb), or a manifest that disagrees with the files
-(missing or extra files, wrong sizes or checksums, wrong ids). ``tarfile``'s ``data``
-filter runs on every member as a second line behind these checks.
+symlink or hardlink, a device or other special file, a sparse file, a global extended
+header, an unexpected name, the same name twice, a member over the size limits, more
+decompressed bytes than a bundle of its size can honestly hold (a decompression bomb:
+counted both as read from the archive and as held in memory), or a manifest that
+disagrees with the files (missing or extra files, wrong sizes, checksums or counts, wrong
+ids). ``tarfile``'s ``data`` filter runs on every member as a second line behind these
+checks.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -78,19 +81,32 @@ class _Readable(Protocol):
 
 
 class _Budget:
-    """A read-only stream that refuses to deliver more than ``limit`` bytes in total."""
+    """A read-only stream that refuses to deliver more than ``limit`` bytes in total, and
+    the count of member bytes held in memory, under the same limit: what is read from the
+    archive and what is extracted can differ (``tarfile`` makes up a sparse file's holes
+    without reading them), and the bomb is whichever is larger."""
 
     def __init__(self, raw: _Readable, limit: int) -> None:
         self.raw = raw
         self.limit = limit
         self.used = 0
+        self.held = 0
 
     def read(self, size: int = -1) -> bytes:
         data = self.raw.read(size)
         self.used += len(data)
         if self.used > self.limit:
-            raise rejected(f"it unpacks to more than {self.limit // 2**20} MiB (a decompression bomb?)")
+            raise self.bomb()
         return data
+
+    def hold(self, size: int) -> None:
+        """Count ``size`` more bytes kept in memory; refused past the limit."""
+        self.held += size
+        if self.held > self.limit:
+            raise self.bomb()
+
+    def bomb(self) -> BundleError:
+        return rejected(f"it unpacks to more than {self.limit // 2**20} MiB (a decompression bomb?)")
 
 
 def read_bundle(path: Path, staging: Path) -> Bundle:
@@ -128,7 +144,16 @@ def read_bundle(path: Path, staging: Path) -> Bundle:
 def _read_members(stream: _Budget, staging: Path) -> dict[str, bytes]:
     members: dict[str, bytes] = {}
     with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
-        for count, member in enumerate(tar, start=1):
+        for count in itertools.count(1):
+            member = tar.next()
+            # tarfile keeps every header it read, each with its own copy of the global
+            # extended header: memory no budget counts (a few KB of headers after one
+            # large global header made gigabytes); none is needed once judged
+            tar.members.clear()
+            if tar.pax_headers:
+                raise rejected("it holds a global extended (pax) header; bundles hold plain entries only")
+            if member is None:
+                break
             if count > MAX_MEMBERS:
                 raise rejected(f"it holds more than {MAX_MEMBERS} entries")
             name = _check_member(member, staging)
@@ -142,7 +167,8 @@ def _read_members(stream: _Budget, staging: Path) -> dict[str, bytes]:
             extracted = tar.extractfile(member)
             if extracted is None:
                 raise rejected(f"{name} is not a regular file")
-            data = extracted.read()
+            data = extracted.read(limit + 1)
+            stream.hold(len(data))
             if len(data) != member.size:
                 raise rejected(f"{name} is truncated")
             members[name] = data
@@ -163,6 +189,10 @@ def _check_member(member: tarfile.TarInfo, staging: Path) -> str | None:
         raise rejected(f"entry {shown} is a {kind} (to {json.dumps(member.linkname, ensure_ascii=True)}); bundles hold regular files only")
     if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
         raise rejected(f"entry {shown} is a device or special file")
+    if member.issparse() or member.type == tarfile.GNUTYPE_SPARSE:
+        # its holes are made up by tarfile, never read from the archive: a few bytes that
+        # unpack to megabytes each, past the budget on what is read
+        raise rejected(f"entry {shown} is a sparse file; bundles hold regular files only")
     try:
         tarfile.data_filter(member, str(staging))
     except tarfile.FilterError as exc:
@@ -193,17 +223,33 @@ def _check_manifest(members: dict[str, bytes]) -> Bundle:
     entries = manifest.get("memories")
     if not isinstance(entries, list):
         raise rejected("manifest.json has no list of memories")
-    count = (manifest.get("counts") or {}).get("memories") if isinstance(manifest.get("counts"), dict) else None
-    if count is not None and count != len(entries):
-        raise rejected(f"the manifest counts {json.dumps(count)} memories but lists {len(entries)}")
+    counts = manifest.get("counts", {})
+    if not isinstance(counts, dict):
+        raise rejected("manifest.json's counts is not a JSON object")
+    _check_count(counts, "memories", "memories", len(entries))
     files: list[BundleFile] = []
     seen: set[str] = set()
     for entry in entries:
         files.append(_check_entry(entry, members, seen))
+    for scope in SCOPES:
+        _check_count(counts, scope, f"{scope} memories", sum(1 for f in files if f.scope == scope))
     extra = sorted(set(members) - seen)
     if extra:
         raise rejected(f"{extra[0]} is not listed in the manifest")
     return Bundle(manifest, files)
+
+
+def _check_count(counts: dict[str, Any], key: str, what: str, listed: int) -> None:
+    """Each count export writes must be the number of files it counts, as a JSON integer:
+    ``true`` is not 1, nor is ``1.0`` (a count that does not add up means an altered or
+    hand-made manifest). A count left out is not checked."""
+    if key not in counts:
+        return
+    count = counts[key]
+    if type(count) is not int or count != listed:
+        shown = (json.dumps(count) if count is None or isinstance(count, (int, float))
+                 else "a string" if isinstance(count, str) else "a list" if isinstance(count, list) else "an object")  # fmt: skip
+        raise rejected(f"the manifest counts {shown} {what} but lists {listed}")
 
 
 def _check_entry(entry: object, members: dict[str, bytes], seen: set[str]) -> BundleFile:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -63,3 +64,61 @@ def honest(path: Path, files: list[tuple[str, str, str]] | None = None) -> tuple
     entries = [entry(scope, memory_id, text.encode()) for scope, memory_id, text in files]
     write(path, [*members, file_member("manifest.json", manifest(entries))])
     return path, [memory_id for _, memory_id, _ in files]
+
+
+def _pax(pairs: list[tuple[str, str]]) -> bytes:
+    """PAX extended-header records; a record's length counts its own digits."""
+    out = b""
+    for key, value in pairs:
+        body = f" {key}={value}\n".encode()
+        length = len(body) + 1
+        while len(str(length)) + len(body) != length:
+            length += 1
+        out += str(length).encode() + body
+    return out
+
+
+def _block(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % tarfile.BLOCKSIZE)
+
+
+def sparse_member(name: str, realsize: int, kind: str) -> bytes:
+    """The raw tar bytes of one sparse member that unpacks to ``realsize`` bytes, one of
+    them stored: ``tarfile`` makes up the hole without reading anything. ``kind`` is the
+    GNU PAX sparse format (``0.0``, ``0.1``, ``1.0``) or ``gnu`` (the old ``S`` type)."""
+    if kind == "gnu":
+        info = tarfile.TarInfo(name)
+        info.type, info.size, info.mode = tarfile.GNUTYPE_SPARSE, 0, 0o644
+        return info.tobuf(format=tarfile.GNU_FORMAT)
+    stored = b"A"
+    if kind == "0.0":
+        pairs = [("GNU.sparse.size", str(realsize)), ("GNU.sparse.numblocks", "1"),
+                 ("GNU.sparse.offset", str(realsize - 1)), ("GNU.sparse.numbytes", "1")]  # fmt: skip
+        body_name = name
+    elif kind == "0.1":
+        pairs = [("GNU.sparse.map", f"{realsize - 1},1"), ("GNU.sparse.name", name), ("GNU.sparse.realsize", str(realsize))]
+        body_name = "GNUSparseFile.0/x"
+    else:
+        pairs = [("GNU.sparse.major", "1"), ("GNU.sparse.minor", "0"), ("GNU.sparse.name", name),
+                 ("GNU.sparse.realsize", str(realsize))]  # fmt: skip
+        body_name = "GNUSparseFile.0/x"
+        stored = _block(f"1\n{realsize - 1}\n1\n".encode()) + stored
+    records = _pax(pairs)
+    header = tarfile.TarInfo("PaxHeaders/x")
+    header.type, header.size = tarfile.XHDTYPE, len(records)
+    body = tarfile.TarInfo(body_name)
+    body.type, body.size, body.mode = tarfile.REGTYPE, len(stored), 0o644
+    return (header.tobuf(format=tarfile.USTAR_FORMAT) + _block(records)
+            + body.tobuf(format=tarfile.USTAR_FORMAT) + _block(stored))  # fmt: skip
+
+
+def write_raw(path: Path, parts: list[bytes]) -> Path:
+    """A tar.gz of these raw member bytes (from ``sparse_member`` or ``member_bytes``) and the end blocks."""
+    path.write_bytes(gzip.compress(b"".join(parts) + b"\0" * (2 * tarfile.BLOCKSIZE)))
+    return path
+
+
+def member_bytes(name: str, data: bytes) -> bytes:
+    """The raw tar bytes of one regular member."""
+    info, _ = file_member(name, data)
+    return info.tobuf(format=tarfile.PAX_FORMAT) + _block(data)

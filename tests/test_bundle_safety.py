@@ -4,6 +4,8 @@ nothing is written — not in the store, not outside it."""
 from __future__ import annotations
 
 import gzip
+import io
+import json
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,17 @@ import pytest
 
 from openmemex import bundle as bundle_module
 from openmemex.ids import new_ulid
-from tests.bundles import entry, file_member, honest, manifest, project_text, write
+from tests.bundles import (
+    entry,
+    file_member,
+    honest,
+    manifest,
+    member_bytes,
+    project_text,
+    sparse_member,
+    write,
+    write_raw,
+)
 from tests.helpers import personal_text
 
 IGNORED = ("index.db", "locks", "logs")  # the index and lock files are not memories
@@ -157,6 +169,74 @@ def test_decompression_bomb_many_members(refused: Any, tmp_path: Path, monkeypat
         entries.append(entry("personal", memory_id, data))
     path = write(tmp_path / "b.tar.gz", _with_manifest(members, entries))
     refused(path, "a decompression bomb")
+
+
+@pytest.mark.parametrize("kind", ["0.0", "0.1", "1.0", "gnu"])
+def test_sparse_member(refused: Any, tmp_path: Path, kind: str) -> None:
+    """A sparse member's holes are made up by tarfile, never read from the archive: each
+    passed as a regular file under the size limit while the budget on bytes read saw a
+    few dozen, so a 14 KB bundle held 1 GB in memory. Refused whatever its format."""
+    name = f"memories/personal/{new_ulid()}.md"
+    parts = [sparse_member(name, 2 * 2**20, kind) for _ in range(1 if kind == "gnu" else 3)]
+    path = write_raw(tmp_path / "b.tar.gz", [*parts, member_bytes("manifest.json", manifest([]))])
+    refused(path, f'entry "{name}" is a sparse file; bundles hold regular files only')
+
+
+def test_the_budget_counts_bytes_held_not_only_bytes_read(refused: Any, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Behind the refusal of sparse members: what is extracted into memory is charged to
+    the budget too, so a member that unpacks to more than it reads cannot pass it (the
+    sparse check switched off, limits scaled down to keep the test fast)."""
+    monkeypatch.setattr(tarfile.TarInfo, "issparse", lambda self: False)
+    monkeypatch.setattr(bundle_module, "BOMB_FLOOR", 2**20)
+    parts = [sparse_member(f"memories/personal/{new_ulid()}.md", 2**19, "0.1") for _ in range(3)]
+    path = write_raw(tmp_path / "b.tar.gz", [*parts, member_bytes("manifest.json", manifest([]))])
+    assert path.stat().st_size < 2**12
+    refused(path, "it unpacks to more than 1 MiB (a decompression bomb?)")
+
+
+def test_global_extended_header(refused: Any, tmp_path: Path) -> None:
+    """tarfile copies a global pax header into every member after it, and kept them all:
+    a few KB of members after one 2 MB global header held gigabytes, beyond any budget."""
+    memory_id, data = _personal()
+    path = tmp_path / "b.tar.gz"
+    members = _with_manifest([file_member(f"memories/personal/{memory_id}.md", data)], [entry("personal", memory_id, data)])
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT, pax_headers={"comment": "from elsewhere"}) as tar:
+        for info, content in members:
+            tar.addfile(info, io.BytesIO(content or b""))
+    refused(path, "it holds a global extended (pax) header; bundles hold plain entries only")
+
+
+@pytest.mark.parametrize(("counts", "reason"), [
+    ({"memories": 1, "personal": 5, "project": 7}, "the manifest counts 5 personal memories but lists 1"),
+    ({"memories": 1, "personal": 1, "project": 1}, "the manifest counts 1 project memories but lists 0"),
+    ({"memories": True, "personal": 1, "project": 0}, "the manifest counts true memories but lists 1"),
+    ({"memories": 1, "personal": True}, "the manifest counts true personal memories but lists 1"),
+    ({"memories": 1.0}, "the manifest counts 1.0 memories but lists 1"),
+    ({"memories": "1"}, "the manifest counts a string memories but lists 1"),
+    ({"memories": None}, "the manifest counts null memories but lists 1"),
+    ([1], "manifest.json's counts is not a JSON object"),
+])  # fmt: skip
+def test_every_count_adds_up(refused: Any, tmp_path: Path, counts: object, reason: str) -> None:
+    """Only counts.memories was compared, and with ``==`` (``true`` passed for 1): every
+    count export writes is checked, personal and project by the memories' scope."""
+    memory_id, data = _personal()
+    doc = json.loads(manifest([entry("personal", memory_id, data)]))
+    doc["counts"] = counts
+    path = write(tmp_path / "b.tar.gz", [file_member(f"memories/personal/{memory_id}.md", data),
+                                         file_member("manifest.json", json.dumps(doc).encode())])  # fmt: skip
+    refused(path, reason)
+
+
+def test_counts_that_add_up_are_imported(cli: Any, tmp_path: Path) -> None:
+    path, _ = honest(tmp_path / "b.tar.gz")
+    with tarfile.open(path) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}  # type: ignore[union-attr]
+    doc = json.loads(members.pop("manifest.json"))
+    doc["counts"] = {"memories": 2, "personal": 1, "project": 1}
+    write(path, [*(file_member(n, d) for n, d in members.items()), file_member("manifest.json", json.dumps(doc).encode())])
+    result = cli("import", str(path))
+    assert result.rc == 0 and result.out.startswith("imported 2"), result.out + result.err
 
 
 def test_duplicate_entry(refused: Any, tmp_path: Path) -> None:
