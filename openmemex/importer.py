@@ -110,6 +110,9 @@ def _unlink_foreign_chains(ctx: Context, memories: list[Memory], result: ImportR
             target = getattr(memory, pointer)
             if target is None:
                 continue
+            if target == memory.id:  # the read after would mark it replaced by itself, then retract it
+                _unlink(memory, pointer, "it names itself, and a chain never loops", result)
+                continue
             here = ctx.conn.execute(f"SELECT {back}, dir, scope_key FROM memories WHERE id = ?", (target,)).fetchall()
             ours = [row for row in here if keys.get(row[1], row[2]) == own]
             if here:  # its copy here decides: of this scope, and pointing back
@@ -120,12 +123,108 @@ def _unlink_foreign_chains(ctx: Context, memories: list[Memory], result: ImportR
                     f"the bundle holds it as a {bundle[target].scope} memory, and a chain never crosses scopes")
             else:
                 why = ""  # not here yet
-            if not why:
-                continue
-            setattr(memory, pointer, None)
-            if pointer == "superseded_by" and memory.status == "superseded":
-                memory.status = "active"  # replaced by nothing it may name: the head again
-            result.unlinked.append((memory.id, f"{pointer} {target}", why))
+            if why:
+                _unlink(memory, pointer, why, result)
+    _unlink_loops(ctx, memories, result)
+
+
+def _unlink(memory: Memory, pointer: str, why: str, result: ImportResult) -> None:
+    """Drop one supersede pointer of a bundle memory, and say so."""
+    target = getattr(memory, pointer)
+    setattr(memory, pointer, None)
+    if pointer == "superseded_by" and memory.status == "superseded":
+        memory.status = "active"  # replaced by nothing it may name: the head again
+    result.unlinked.append((memory.id, f"{pointer} {target}", why))
+
+
+def _unlink_loops(ctx: Context, memories: list[Memory], result: ImportResult) -> None:
+    """A chain runs one way, oldest to head. Pointers that close a loop — A supersedes B
+    and B supersedes A, among the bundle's memories or through memories here (parts of
+    chains imported earlier, waiting for this part) — leave a chain with no head: the
+    reads' repair would mark a memory replaced by one it replaced, and a forget of one
+    would retract the others. Every pointer of the bundle on such a loop is dropped, and
+    said. Only pointers this import writes count: a bundle memory whose id is here is
+    answered for by its copy here (``_unlink_foreign_chains``)."""
+    chained = [m for m in memories if m.supersedes is not None or m.superseded_by is not None]
+    if not chained:
+        return
+    keys = {str(f.path): f.scope_key for f in ctx.folders("all")}
+    here: set[str] = set()  # as ``_place`` decides: an id in any folder of the data root is not written
+    for start in range(0, len(chained), CHUNK):
+        ids = [m.id for m in chained[start : start + CHUNK]]
+        here.update(r[0] for r in ctx.conn.execute(
+            f"SELECT id FROM memories WHERE id IN ({placeholders(ids)}) AND dir IN ({placeholders(list(keys))})",
+            [*ids, *keys]))  # fmt: skip
+    written = [m for m in chained if m.id not in here]
+    # older -> newer, one graph per scope key: a chain never crosses scopes
+    edges: dict[str, dict[str, set[str]]] = {}
+    own = {scope: ctx.write_folder(scope).scope_key or "" for scope in {m.scope for m in written}}
+    for memory_id, supersedes, superseded_by, folder, key in ctx.conn.execute(
+        "SELECT id, supersedes, superseded_by, dir, scope_key FROM memories "
+        "WHERE supersedes IS NOT NULL OR superseded_by IS NOT NULL"
+    ):
+        graph = keys.get(folder, key)
+        if graph in own.values():
+            _edges(edges.setdefault(graph, {}), memory_id, supersedes, superseded_by)
+    for memory in written:
+        _edges(edges.setdefault(own[memory.scope], {}), memory.id, memory.supersedes, memory.superseded_by)
+    loops = {key: _components(graph) for key, graph in edges.items()}
+    for memory in written:
+        component = loops[own[memory.scope]]
+        for pointer in ("supersedes", "superseded_by"):
+            target = getattr(memory, pointer)
+            if target is not None and target in component and component[target] == component[memory.id]:
+                _unlink(memory, pointer, "it leads back to this memory, and a chain never loops", result)
+
+
+def _edges(graph: dict[str, set[str]], memory_id: str, supersedes: str | None, superseded_by: str | None) -> None:
+    """Add one memory's pointers as edges from the older memory to the newer."""
+    if supersedes is not None:
+        graph.setdefault(supersedes, set()).add(memory_id)
+    if superseded_by is not None:
+        graph.setdefault(memory_id, set()).add(superseded_by)
+
+
+def _components(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Each node's strongly connected component (Tarjan's, with a stack of its own: a
+    chain may be longer than Python's recursion limit); an edge is on a loop exactly when
+    both its ends share one."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    component: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    for root in graph:
+        if root in order:
+            continue
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(graph.get(root, ())))]
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph.get(child, ()))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], order[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == order[node]:
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component[member] = order[node]
+                        if member == node:
+                            break
+    return component
 
 
 def admit(ctx: Context, memory: Memory) -> list[str]:
@@ -187,25 +286,28 @@ def _place(ctx: Context, scope: str, items: list[tuple[BundleFile, Memory]], res
         ):
             known.setdefault(memory_id, set()).add(normalize_ws(content))
         try:
-            _decide(ctx, scope, folder, own_dirs, items, known, result, dry_run, seen_text, written)
+            _decide(ctx, scope, folder, own_dirs, every, items, known, result, dry_run, seen_text, written)
         finally:
             if written:  # even when a write failed midway: the files that landed are indexed
                 freshness.record(ctx, written)
 
 
-def _decide(ctx: Context, scope: str, folder: Folder, own_dirs: list[str], items: list[tuple[BundleFile, Memory]],
+def _decide(ctx: Context, scope: str, folder: Folder, own_dirs: list[str], every: list[str], items: list[tuple[BundleFile, Memory]],
             known: dict[str, set[str]], result: ImportResult, dry_run: bool, seen_text: dict[str, str],
             written: list[tuple[Memory, Folder]]) -> None:  # fmt: skip
     for item, memory in items:
-        target = folder.path / f"{memory.id}.md"
         if memory.id in known:
             if normalize_ws(memory.body) in known[memory.id]:
                 result.identical.append((memory.id, "same id, same text"))
             else:
                 result.conflicts.append((memory.id, item.name, "a memory with this id and other text exists here"))
             continue
-        if target.exists() or target.is_symlink():
-            result.conflicts.append((memory.id, item.name, f"{target} exists but cannot be read (see `open-memex doctor`)"))
+        # an id is unique in the whole data root, not only in the target folder: a file the
+        # index could not read (another scope's too) holds it, and a second copy would
+        # surface as a duplicate id once that file is fixed
+        unreadable = next((p for p in (Path(d) / f"{memory.id}.md" for d in every) if p.exists() or p.is_symlink()), None)
+        if unreadable is not None:
+            result.conflicts.append((memory.id, item.name, f"{unreadable} exists but cannot be read (see `open-memex doctor`)"))
             continue
         # a replacement in a chain is imported even when its text is here under another id:
         # skipped, its predecessor would be "superseded by" nothing and come back as current

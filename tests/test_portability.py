@@ -390,3 +390,111 @@ def test_a_replacement_whose_text_is_here_under_another_id_is_still_imported(cli
     assert old not in hits
     chains = next(c for c in json.loads(cli("doctor", "--json").out)["checks"] if c["name"] == "supersede chains")
     assert chains["ok"], chains
+
+
+@pytest.mark.parametrize("unreadable_in", ["personal", "outbox"])
+def test_an_id_unreadable_in_another_scope_is_not_imported_twice(cli: Any, tmp_path: Path, unreadable_in: str) -> None:
+    """Only an unreadable file at the target path stopped an import: a personal file the
+    index skipped let the bundle write a project memory with its id, and once the file was
+    fixed the data root held the id twice. Any folder's ``<ID>.md`` keeps the id."""
+    ctx = Context.load()
+    memory_id = new_ulid()
+    folder, scope = (ctx.personal_dir, "project") if unreadable_in == "personal" else (ctx.outbox_dir, "personal")
+    folder.mkdir(parents=True, exist_ok=True)
+    broken = folder / f"{memory_id}.md"
+    broken.write_text(personal_text(memory_id, "my own note").replace("status: active", "status: [active"))
+    text = project_text(memory_id, "the bundle's text") if scope == "project" else personal_text(memory_id, "the bundle's text")
+    path, _ = honest(tmp_path / "b.tar.gz", [(scope, memory_id, text)])
+    result = cli("import", str(path))
+    assert result.rc == 0, result.err
+    assert result.out.startswith("imported 0, skipped 0 identical, 1 conflict(s)"), result.out
+    assert (f"conflict (kept existing): {memory_id} from memories/{scope}/{memory_id}.md — {broken} exists but "
+            "cannot be read") in result.out  # fmt: skip
+    assert sorted(p.parent for p in ctx.root.joinpath("memories").rglob(f"{memory_id}.md")) == [folder]
+
+
+def _status(ctx: Context, memory_id: str) -> tuple[str, str | None, str | None]:
+    memory = read_memory(ctx.personal_dir / f"{memory_id}.md")
+    return memory.status, memory.supersedes, memory.superseded_by
+
+
+@pytest.mark.parametrize("pointer", ["supersedes", "superseded_by"])
+def test_a_memory_naming_itself_in_its_chain_is_unlinked(cli: Any, tmp_path: Path, pointer: str) -> None:
+    """`supersedes: <its own id>` was imported as is: the next read made it superseded by
+    itself, the one after retracted it (one-way), and it left search."""
+    me = new_ulid()
+    fields: dict[str, Any] = {pointer: me, "status": "superseded" if pointer == "superseded_by" else "active"}
+    path, _ = honest(tmp_path / "b.tar.gz", [("personal", me, personal_text(me, "gamma: staging is read-only on Fridays", **fields))])
+    result = cli("import", str(path))
+    assert result.rc == 0 and result.out.startswith("imported 1"), result.out + result.err
+    assert f"unlinked: {me} no longer {pointer} {me} (it names itself, and a chain never loops)" in result.out
+    ctx = Context.load()
+    for _ in range(2):  # reads: the chain repair runs
+        assert cli("list", "--scope", "personal").rc == 0
+    assert _status(ctx, me) == ("active", None, None)
+    assert me in cli("search", "gamma", "--scope", "personal", "--json").out
+
+
+@pytest.mark.parametrize("shape", ["supersedes each other", "superseded by each other", "three, both ways"])
+def test_a_loop_among_the_bundles_memories_is_unlinked(cli: Any, tmp_path: Path, shape: str) -> None:
+    """A ↔ B was imported whole: a chain with no head, so `forget --soft A` retracted B. Every
+    pointer on the loop is dropped, and each memory is its own head again."""
+    ids = [new_ulid() for _ in range(3 if shape.startswith("three") else 2)]
+    files = []
+    for n, me in enumerate(ids):
+        older, newer = ids[n - 1], ids[(n + 1) % len(ids)]
+        if shape == "supersedes each other":
+            fields = {"supersedes": newer}
+        elif shape == "superseded by each other":
+            fields = {"superseded_by": newer, "status": "superseded"}
+        else:
+            fields = {"supersedes": older, "superseded_by": newer, "status": "superseded"}
+        files.append(("personal", me, personal_text(me, f"loop member {n}: the cache host is cache-{n}", **fields)))
+    path, _ = honest(tmp_path / "b.tar.gz", files)
+    result = cli("import", str(path))
+    assert result.rc == 0 and result.out.startswith(f"imported {len(ids)}"), result.out + result.err
+    lines = [line for line in result.out.splitlines() if "unlinked:" in line]
+    pointers = 2 if shape.startswith("three") else 1
+    assert len(lines) == len(ids) * pointers, result.out
+    assert all(line.endswith("(it leads back to this memory, and a chain never loops)") for line in lines), lines
+    ctx = Context.load()
+    assert cli("list", "--scope", "personal").rc == 0
+    assert [_status(ctx, me) for me in ids] == [("active", None, None)] * len(ids)
+    assert cli("forget", ids[0], "--soft").rc == 0
+    assert [_status(ctx, me)[0] for me in ids[1:]] == ["active"] * (len(ids) - 1)
+    hits = {h["id"] for h in json.loads(cli("search", "cache host", "--scope", "personal", "--json").out)["hits"]}
+    assert hits == set(ids[1:])
+
+
+def test_a_loop_through_memories_here_is_unlinked(cli: Any, tmp_path: Path) -> None:
+    """A memory here waits for X (E supersedes X and is superseded by X — written by hand,
+    or by an import from before loops were unlinked); X arriving with pointers back to E
+    was admitted, E pointing back both ways, and closed a loop through a memory here."""
+    e, x = new_ulid(), new_ulid()
+    ctx = Context.load()
+    ctx.personal_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.personal_dir / f"{e}.md").write_text(personal_text(e, "the queue is rabbit", status="superseded",
+                                                            supersedes=x, superseded_by=x))  # fmt: skip
+    path, _ = honest(tmp_path / "x.tar.gz", [("personal", x, personal_text(
+        x, "the queue is kafka", status="superseded", supersedes=e, superseded_by=e))])  # fmt: skip
+    result = cli("import", str(path))
+    assert result.rc == 0 and result.out.startswith("imported 1"), result.out + result.err
+    for pointer in ("supersedes", "superseded_by"):
+        assert f"unlinked: {x} no longer {pointer} {e} (it leads back to this memory, and a chain never loops)" in result.out
+    assert _status(ctx, x) == ("active", None, None)
+
+
+def test_a_chain_through_memories_here_is_still_joined(cli: Any, tmp_path: Path) -> None:
+    """No loop, no unlinking: old ← mid here, the head arriving names mid."""
+    old, mid, head = new_ulid(), new_ulid(), new_ulid()
+    first, _ = honest(tmp_path / "a.tar.gz", [
+        ("personal", old, personal_text(old, "the queue is rabbit", status="superseded", superseded_by=mid)),
+        ("personal", mid, personal_text(mid, "the queue is kafka", status="superseded", supersedes=old, superseded_by=head))])  # fmt: skip
+    second, _ = honest(tmp_path / "b.tar.gz", [("personal", head, personal_text(head, "the queue is nats", supersedes=mid))])
+    for bundle in (first, second):
+        result = cli("import", str(bundle))
+        assert result.rc == 0 and "unlinked" not in result.out, result.out
+    ctx = Context.load()
+    assert cli("list", "--scope", "personal").rc == 0
+    assert _status(ctx, head) == ("active", mid, None)
+    assert _status(ctx, mid) == ("superseded", old, head)
