@@ -229,14 +229,7 @@ def reviewed_edit_problems(path: str, text: str, memory: Memory, base: Memory) -
     for the base's version, and the file would carry the new one under that review. A new
     text is a supersede (the replacement is reviewed); an approved memory may also go back
     to review (reject, edit, resubmit)."""
-    names: tuple[str, ...]
-    if base.review_state == "published":
-        names = PUBLISHED_FIELDS
-    elif base.review_state == "approved" and memory.review_state in REVIEWED:
-        names = REVIEWED_FIELDS
-    else:
-        return []
-    changed = [name for name in names if _compared(base, name) != _compared(memory, name)]
+    changed = reviewed_changes(base, memory)
     if not changed:
         return []
     where = _body_line(text) if changed[0] == "body" else line_of(text, changed[0])
@@ -249,6 +242,21 @@ def reviewed_edit_problems(path: str, text: str, memory: Memory, base: Memory) -
     return [Problem(path, where, "reviewed-edit",
                     f"{', '.join(changed)} of {base.review_state} memory {memory.id} changed in place: {what}",
                     f"restore the base version (`git show BASE:{path}`); {way}")]  # fmt: skip
+
+
+def reviewed_changes(base: Memory, memory: Memory) -> list[str]:
+    """The fields ``base``'s review vouched for that ``memory`` carries changed under it: all
+    of PUBLISHED_FIELDS once ``base`` is published, REVIEWED_FIELDS while an approved ``base``
+    stays approved or becomes published. The one definition of what an approval covers, for
+    ``check`` and for the merge (``merge3``), so neither lets a text ride on another's review."""
+    names: tuple[str, ...]
+    if base.review_state == "published":
+        names = PUBLISHED_FIELDS
+    elif base.review_state == "approved" and memory.review_state in REVIEWED:
+        names = REVIEWED_FIELDS
+    else:
+        return []
+    return [name for name in names if _compared(base, name) != _compared(memory, name)]
 
 
 def _compared(memory: Memory, name: str) -> object:
