@@ -2,19 +2,28 @@
 
 Used by ``resolve`` (from index stages 1/2/3) and by the git merge driver, so both give the
 same answer. Identity must agree; scalars merge 3-way; tags, aliases and review histories
-are unioned; ``updated_at`` takes the latest; the review state keeps the further step but
-never drops a rejection; the body merges only when one side changed it, or when a
-line-level text merge (supplied by the caller) is clean. Everything else is a semantic
-conflict that a human decides (design principle 5): nothing is written then.
+merge as sets against the base (what either side added is kept, what one side removed stays
+removed: a scrubbed tag or review note never comes back); ``updated_at`` takes the latest;
+the review state keeps the further step but never drops a rejection; the body merges only
+when one side changed it, or when a line-level text merge (supplied by the caller) is
+clean; YAML comments come from the one side that changed them. An approval (or publish)
+made on one side vouches for that side's version only, so the other side's change to a
+field it covers (``check.reviewed_changes``) is a conflict. Everything else, and a file too
+deeply nested to compare, is a semantic conflict that a human decides (design principle 5):
+nothing is written then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+import re
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .check import REVIEWED, reviewed_changes
 from .ids import parse_time
+from .memfile import serialize
 from .model import FIELD_ORDER, Memory, normalize_aliases
 
 IDENTITY = ("id", "scope", "scope_key")
@@ -23,6 +32,11 @@ REVIEW_FOLLOWERS = ("approved_by", "review_note")
 _RANK = {"draft": 0, "proposed": 1, "approved": 2, "published": 3}
 
 TextMerge = Callable[[str, str, str], str | None]  # (base, ours, theirs) -> merged or None
+Texts = tuple[bytes | None, bytes, bytes]  # the three files as read (base, ours, theirs)
+TOO_DEEP = "the file nests too deeply to be merged field by field — merge it by hand"
+_FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)  # python-frontmatter's fence, as memfile splits
+_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)", re.MULTILINE)  # a top-level key's line
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 @dataclass
@@ -55,18 +69,55 @@ def _three_way(base: Any, ours: Any, theirs: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def _union(a: list[Any], b: list[Any]) -> list[Any]:
-    out = list(a)
-    for item in b:
-        if item not in out:
+def _key(item: Any) -> Hashable:
+    """What an item of a merged list is compared by: a review step's keys written as null and
+    left out say the same (``check._stated``)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        return repr(sorted((str(k), repr(v)) for k, v in item.items() if v is not None))
+    return repr(item)
+
+
+def _merge_set(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[Any]:
+    """A 3-way set merge: the base's items neither side removed (in the base's order), then
+    ours' additions, then theirs'. A plain union would bring back what one side deleted (a
+    leaked token scrubbed from a tag or a note); an edited item is a removal plus an addition,
+    so the edited version wins over the old one."""
+    if ours == theirs or theirs == base:
+        return list(ours)
+    if ours == base:
+        return list(theirs)
+    ours_by = {_key(item): item for item in ours}
+    theirs_keys = {_key(item) for item in theirs}
+    base_keys = {_key(item) for item in base}
+    out: list[Any] = []
+    seen: set[Hashable] = set()
+    kept = [(key, ours_by[key]) for item in base if (key := _key(item)) in ours_by and key in theirs_keys]
+    added = [(key, item) for side in (ours, theirs) for item in side if (key := _key(item)) not in base_keys]
+    for key, item in kept + added:
+        if key not in seen:
+            seen.add(key)
             out.append(item)
     return out
 
 
 def merge_memories(
     base: Memory | None, ours: Memory, theirs: Memory, text_merge: TextMerge | None = None,
-    labels: tuple[str, str] = ("ours", "theirs"),
+    labels: tuple[str, str] = ("ours", "theirs"), texts: Texts | None = None,
 ) -> MergeOutcome:  # fmt: skip
+    """Merge ``ours`` and ``theirs`` against ``base``. ``texts`` are the files the three were
+    parsed from, whose YAML comments are merged too (without them: the lines each side's
+    parse kept). A value nested too deeply to compare (``==`` recurses) is a conflict, never
+    a crash: the merge driver must still leave both sides in the file."""
+    try:
+        return _merge(base, ours, theirs, text_merge, labels, texts)
+    except RecursionError:
+        return MergeOutcome(None, [TOO_DEEP])
+
+
+def _merge(base: Memory | None, ours: Memory, theirs: Memory, text_merge: TextMerge | None,
+           labels: tuple[str, str], texts: Texts | None) -> MergeOutcome:  # fmt: skip
     b, o, t = _fields(base), _fields(ours), _fields(theirs)
     conflicts: list[str] = []
     auto: list[str] = []
@@ -88,8 +139,8 @@ def merge_memories(
             continue
         bv, ov, tv = b.get(key), o.get(key), t.get(key)
         if key in UNION_FIELDS:
-            merged = _union(ov or [], tv or [])
-            if key == "review_history":
+            merged = _merge_set(bv or [], ov or [], tv or [])
+            if key == "review_history" and merged != (ov or []) and merged != (tv or []):
                 merged.sort(key=lambda e: parse_time(e.get("at")) or 0.0 if isinstance(e, dict) else 0.0)
             if key == "aliases":
                 merged = normalize_aliases(merged)
@@ -118,8 +169,84 @@ def merge_memories(
             auto.append("body")
     if conflicts:
         return MergeOutcome(None, conflicts, auto)
-    merged_memory = _build(result, body, ours)
+    found = [_comments(front) for front in _fronts(base, ours, theirs, texts)]
+    if any(side is None for side in found):
+        return MergeOutcome(None, ["frontmatter comments: a side's YAML cannot be scanned for them"], auto)
+    base_c, ours_c, theirs_c = (side or [] for side in found)
+    if ours_c != theirs_c and base_c not in (ours_c, theirs_c):
+        return MergeOutcome(None, [f"frontmatter comments: {left} and {right} changed them differently"], auto)
+    # the side that changed the comments lends its layout, so its comment lines are kept
+    template, wanted = (theirs, theirs_c) if ours_c == base_c and theirs_c != base_c else (ours, ours_c)
+    merged_memory = _build(result, body, template)
+    conflicts += _approval_conflicts(base, ours, theirs, merged_memory, labels)
+    if not conflicts and _comments(_front(serialize(merged_memory))) != wanted:
+        conflicts.append(f"frontmatter comments: the merged file would lose or move a comment of {left} or {right} "
+                         "(a comment on a line both sides changed)")  # fmt: skip
+    if conflicts:
+        return MergeOutcome(None, conflicts, auto)
     return MergeOutcome(merged_memory, [], auto)
+
+
+def _approval_conflicts(base: Memory | None, ours: Memory, theirs: Memory, merged: Memory,
+                        labels: tuple[str, str]) -> list[str]:  # fmt: skip
+    """An approval or publish made on one side vouches for that side's version only: if the
+    merge would carry the other side's change to a field it covers (check's reviewed-edit
+    rule), the approved state would vouch for a text nobody reviewed."""
+    out: list[str] = []
+    for side, name, other in ((ours, labels[0], labels[1]), (theirs, labels[1], labels[0])):
+        if side.review_state not in REVIEWED or (base is not None and base.review_state == side.review_state):
+            continue  # no review step on this side in this merge
+        changed = reviewed_changes(side, merged)
+        if changed:
+            step = "published" if side.review_state == "published" else "approved"
+            out.append(f"review_state: {name} {step} its version, but {other} changed {', '.join(changed)}, which that "
+                       "review never saw — merge by hand; the new version needs its own review")  # fmt: skip
+    return out
+
+
+def _front(text: str) -> str:
+    """A file's frontmatter text, split as memfile splits it."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    parts = _FENCE.split(text, 2)
+    return parts[1] if len(parts) == 3 and not parts[0].strip() else ""
+
+
+def _fronts(base: Memory | None, ours: Memory, theirs: Memory, texts: Texts | None) -> list[str]:
+    if texts is not None:
+        return [_front(data.decode("utf-8", errors="replace")) if data else "" for data in texts]
+    out = []
+    for memory in (base, ours, theirs):
+        raw = memory.raw if memory is not None else None
+        out.append("" if raw is None else "\n".join([*raw.preamble, *(line for _, lines in raw.segments for line in lines)]))
+    return out
+
+
+def _comments(front: str) -> list[tuple[str, str]] | None:
+    """The YAML comments of a frontmatter, each with the top-level key it sits under ("" before
+    the first), in order; None when yaml's scanner refuses the text. Comments are not fields,
+    so only the gaps between the scanner's tokens tell them from a ``#`` inside a value (a
+    quoted note saying "PR #42")."""
+    if "#" not in front:
+        return []
+    import yaml
+
+    starts: list[int] = []
+    names: list[str] = []
+    for match in _KEY.finditer(front):
+        starts.append(match.start())
+        names.append(match.group(1))
+    found: list[tuple[str, str]] = []
+    end = 0
+    try:
+        for token in yaml.scan(front, Loader=yaml.SafeLoader):
+            start = token.start_mark.index
+            for match in _COMMENT.finditer(front, end, max(start, end)):
+                at = bisect.bisect_right(starts, match.start()) - 1
+                found.append((names[at] if at >= 0 else "", match.group().rstrip()))
+            end = max(end, token.end_mark.index)
+    except yaml.YAMLError:
+        return None
+    return found
 
 
 def _merge_review_state(base: Any, ours: Any, theirs: Any) -> str:

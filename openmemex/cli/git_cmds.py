@@ -207,12 +207,14 @@ def promote(memory_id: str, /, *, reject: Flag = False, resubmit: Flag = False, 
 def resolve(target: str | None = None, /, *, json: Flag = False) -> int:
     """List conflicted memory files, or merge one.
 
-    During a conflicted `git merge` or `git rebase`: tags, aliases and review histories are
-    unioned, updated_at takes the latest, other fields merge 3-way, the review state keeps
-    the further step but never drops a rejection, and the text merges when only one side
-    changed it (or the line merge is clean). The merged file is staged, so `git commit`
-    concludes the merge. Anything else is a semantic conflict: the file is left untouched
-    and the command exits 3.
+    During a conflicted `git merge` or `git rebase`: tags, aliases and review histories merge
+    against the common ancestor (what one side removed stays removed), updated_at takes the
+    latest, other fields merge 3-way, the review state keeps the further step but never
+    drops a rejection, and the text merges when only one side changed it (or the line merge
+    is clean). The merged file is staged, so `git commit` concludes the merge. Anything else
+    is a semantic conflict (so is an approval on one side with a change to the text, type,
+    role, importance, tags or aliases on the other): the file is left untouched and the
+    command exits 3.
 
     Parameters
     ----------

@@ -8,7 +8,9 @@ untouched and exits 3.
 
 The merge driver never leaves a file with only our side: a side it cannot parse (a plain
 Markdown note in the memory folder, invalid YAML) falls back to git's usual line-level
-3-way merge, conflict markers included, and only then reports (issue 6, item 13). Markers
+3-way merge, conflict markers included, and only then reports (issue 6, item 13); so does
+any failure of the field-level merge itself, and a semantic conflict whose line merge
+would be clean gets both whole sides between markers (that clean text is what was refused). Markers
 carry the real side names: ``%X``/``%Y`` when git passes them (git ≥ 2.44), else HEAD's
 branch and the merged branch from ``GITHEAD_<sha>`` (set by ``git merge``) or MERGE_MSG.
 """
@@ -28,7 +30,7 @@ from .. import freshness, store
 from ..context import Context
 from ..errors import ConflictError, MemexError, UsageError
 from ..memfile import MAX_FILE_BYTES, MemoryFileError, parse_memory, serialize
-from ..merge3 import MergeOutcome, TextMerge, merge_memories
+from ..merge3 import TOO_DEEP, MergeOutcome, TextMerge, merge_memories
 from ..model import Memory
 from .repo import GitRepo, check_memory_folder, open_repo
 
@@ -143,18 +145,21 @@ def resolve(ctx: Context, target: str) -> ResolveReport:
         side = labels[0] if ours_b is None else labels[1]
         raise ConflictError(f"{rel}: deleted on {side} and changed on the other side — decide with git (git rm or git add)")
     sides = (("the common ancestor", base_b), (labels[0], ours_b), (labels[1], theirs_b))
-    parsed, invalid = _parse_sides(sides)
-    if invalid:
-        why = _why_invalid(rel, invalid, sum(1 for _, data in sides if data is not None and data.strip()))
-        raise ConflictError(f"{why} — resolve it by hand (edit the file, then `git add {rel}`)")
-    base, ours, theirs = parsed
-    assert ours is not None and theirs is not None
-    outcome = merge_memories(base, ours, theirs, text_merger(gitrepo.repo), labels)
+    try:  # a value nested past Python's recursion limit: the user's to merge, not a crash
+        parsed, invalid = _parse_sides(sides)
+        if invalid:
+            why = _why_invalid(rel, invalid, sum(1 for _, data in sides if data is not None and data.strip()))
+            raise ConflictError(f"{why} — resolve it by hand (edit the file, then `git add {rel}`)")
+        base, ours, theirs = parsed
+        assert ours is not None and theirs is not None
+        outcome = merge_memories(base, ours, theirs, text_merger(gitrepo.repo), labels, (base_b, ours_b, theirs_b))
+        text, unreadable = _readable(outcome.merged) if outcome.merged is not None else ("", None)
+    except RecursionError:
+        raise ConflictError(f"{rel}: {TOO_DEEP} (edit the file, then `git add {rel}`)") from None
     report = ResolveReport(rel, outcome, labels, outcome.auto)
     if not outcome.clean:
         return report
     assert outcome.merged is not None
-    text, unreadable = _readable(outcome.merged)
     if unreadable is not None:
         raise ConflictError(f"{rel}: the merge is not a file a reader accepts: {unreadable} — resolve it by hand, "
                             f"then `git add {rel}`")  # fmt: skip
@@ -317,33 +322,52 @@ def merge_driver(base_path: str, ours_path: str, theirs_path: str, path: str,
     repo = _driver_repo()
     labels = driver_labels(repo, ours_label, theirs_label)
     sides = (("the common ancestor", base_b), (_role("ours", labels[0]), ours_b), (_role("theirs", labels[1]), theirs_b))
-    parsed, invalid = _parse_sides(sides)
-    if invalid:
-        return _text_fallback(repo, path, ours_path, (base_b, ours_b, theirs_b), labels, invalid)
-    base, ours, theirs = parsed
-    assert ours is not None and theirs is not None
-    merger = text_merger(repo) if repo is not None else None  # without one, bodies need one side unchanged
-    outcome = merge_memories(base, ours, theirs, merger, labels)
+    data = (base_b, ours_b, theirs_b)
+    try:  # a crash here would leave OURS unmarked and git would stage it: theirs silently lost
+        parsed, invalid = _parse_sides(sides)
+        if invalid:
+            return _text_fallback(repo, path, ours_path, data, labels, invalid)
+        base, ours, theirs = parsed
+        assert ours is not None and theirs is not None
+        merger = text_merger(repo) if repo is not None else None  # without one, bodies need one side unchanged
+        outcome = merge_memories(base, ours, theirs, merger, labels, data)
+        text, unreadable = _readable(outcome.merged) if outcome.merged is not None else ("", None)
+    except Exception as exc:
+        sys.stderr.write(f"open-memex: {path}: cannot be merged field by field ({type(exc).__name__}: "
+                         f"{str(exc)[:200]}) — both sides are left in the file; edit it, then `git add` it\n")  # fmt: skip
+        return _leave_conflict(repo, ours_path, data, labels)
     if not outcome.clean:
         sys.stderr.write(f"open-memex: {path}: semantic conflict ({labels[0]} vs {labels[1]}) — "
                          + "; ".join(outcome.conflicts) + "\n")  # fmt: skip
         sys.stderr.write("  run `open-memex resolve` to see it again, then edit the file and `git add` it\n")
-        # leave git's usual conflict markers, so neither side is lost from view
-        _, marked = merge_text(repo, base_b, ours_b, theirs_b, labels)
-        if marked is not None:
-            store.write_atomic(Path(ours_path), marked)
-        return 1
-    assert outcome.merged is not None
-    text, unreadable = _readable(outcome.merged)
+        return _leave_conflict(repo, ours_path, data, labels)
     if unreadable is not None:
         sys.stderr.write(f"open-memex: {path}: the merge is not a file a reader accepts: {unreadable} — edit the "
                          "file, then `git add` it\n")  # fmt: skip
-        _, marked = merge_text(repo, base_b, ours_b, theirs_b, labels)
-        if marked is not None:
-            store.write_atomic(Path(ours_path), marked)
-        return 1
+        return _leave_conflict(repo, ours_path, data, labels)
     store.write_atomic(Path(ours_path), text)
     return 0
+
+
+def _leave_conflict(repo: pygit2.Repository | None, ours_path: str, data: tuple[bytes, bytes, bytes],
+                    labels: tuple[str, str]) -> int:  # fmt: skip
+    """Write git's conflict markers to OURS (exit 1), so neither side is lost from view. When
+    the line merge is clean (the sides changed different lines, e.g. an approval and a new
+    text) that clean text is exactly what was refused, so both whole sides are written
+    between markers instead: nothing a `git add` would take for a decided merge."""
+    _, ours_b, theirs_b = data
+    clean, marked = merge_text(repo, *data, labels)
+    if clean or marked is None:
+        newline = b"\r\n" if b"\r\n" in ours_b else b"\n"
+
+        def side(text: bytes) -> bytes:
+            return text if not text or text.endswith(b"\n") else text + newline
+
+        left, right = (label.encode("utf-8", errors="replace") for label in labels)
+        marked = (b"<<<<<<< " + left + newline + side(ours_b) + b"=======" + newline + side(theirs_b)
+                  + b">>>>>>> " + right + newline)  # fmt: skip
+    store.write_atomic(Path(ours_path), marked)
+    return 1
 
 
 def _readable(merged: Memory) -> tuple[str, str | None]:
