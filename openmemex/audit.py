@@ -167,14 +167,16 @@ def _stale(rows: list[sqlite3.Row], now: float) -> list[Finding]:
 
 
 def chain_findings(conn: sqlite3.Connection, folders: list[Folder]) -> list[Finding]:
-    """Supersede pointers that lead nowhere, memories replaced twice (a fork), and pointers
-    only one side of a pair holds (any read repairs those; ``audit`` only reports them) —
-    but for one no read completes (``freshness.chain_refusal``: across scopes, or marking a
-    repository memory replaced from outside it), whose fix is in its holder's file."""
+    """Supersede pointers that lead nowhere, memories replaced twice (a fork), a memory
+    naming itself and loops (no read acts on those: they are broken files, fixed by hand),
+    and pointers only one side of a pair holds (any read repairs those; ``audit`` only
+    reports them) — but for one no read completes (``freshness.chain_refusal``: across
+    scopes, or marking a repository memory replaced from outside it), whose fix is in its
+    holder's file."""
     dirs = [str(f.path) for f in folders]
     by_dir = {str(f.path): f for f in folders}
     marks = placeholders(dirs)
-    out: list[Finding] = []
+    out, looped = _broken_chains(conn, dirs)
     for memory_id, target in conn.execute(
         f"SELECT m.id, m.superseded_by FROM memories m WHERE {stranded_sql('m')} AND m.dir IN ({marks}) ORDER BY m.id",
         dirs,
@@ -198,6 +200,8 @@ def chain_findings(conn: sqlite3.Connection, folders: list[Folder]) -> list[Find
         "ORDER BY 1",
         [*dirs, *dirs, *dirs, *dirs],
     ):
+        if holder == partner or holder in looped:
+            continue  # reported above: no read completes it
         back = "supersedes" if pointer == "superseded_by" else "superseded_by"
         why = freshness.chain_refusal(by_dir[holder_dir], by_dir[partner_dir], pointer, partner)
         if why is not None:
@@ -207,6 +211,93 @@ def chain_findings(conn: sqlite3.Connection, folders: list[Folder]) -> list[Find
         out.append(Finding(f"{holder} → {partner}", f"{holder} says {pointer} {partner}, but {partner} has no {back}",
                            "any read repairs it: open-memex list --scope both"))  # fmt: skip
     return out + _healed_in_index_only(conn, [f for f in folders if f.location == "repo"])
+
+
+def _broken_chains(conn: sqlite3.Connection, dirs: list[str]) -> tuple[list[Finding], set[str]]:
+    """Memories naming themselves in a pointer, and supersede loops (A supersedes B, B
+    supersedes A; either pointer of a pair links them), with the members of every loop.
+    A read acts on neither (``freshness.loop_refusal``): which member is newest is a human
+    call, so the fix names the files."""
+    rows = conn.execute(
+        f"SELECT id, file_path, supersedes, superseded_by FROM memories WHERE dir IN ({placeholders(dirs)}) "
+        "AND (supersedes IS NOT NULL OR superseded_by IS NOT NULL) ORDER BY id, location = 'repo' DESC",
+        dirs,
+    ).fetchall()
+    out: list[Finding] = []
+    paths: dict[str, str] = {}
+    edges: dict[str, set[str]] = defaultdict(set)  # old → new, by either pointer
+    for memory_id, path, supersedes, superseded_by in rows:
+        paths.setdefault(memory_id, path)
+        for pointer, target in (("supersedes", supersedes), ("superseded_by", superseded_by)):
+            if target == memory_id:
+                out.append(Finding(memory_id, f"{memory_id} names itself in {pointer} (a broken file no read acts on)",
+                                   freshness.refusal_fix(pointer, memory_id, path)))  # fmt: skip
+            elif target:
+                old, new = (target, memory_id) if pointer == "supersedes" else (memory_id, target)
+                edges[old].add(new)
+    looped: set[str] = set()
+    for members in _loops(edges):
+        looped.update(members)
+        cycle = _one_cycle(edges, members)
+        files = ", ".join(paths.get(m, m) for m in members)
+        detail = f"the supersede chain loops: {' → '.join([*cycle, cycle[0]])} (no read acts on it)"
+        if len(cycle) < len(members):
+            detail += f"; members: {', '.join(members)}"
+        out.append(Finding(", ".join(members), detail,
+                           "break the loop by hand: the newest member gets `superseded_by: null` and `status: active`, "
+                           f"the oldest `supersedes: null` ({files})"))  # fmt: skip
+    return out, looped
+
+
+def _loops(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of two or more members (Tarjan, without recursion: a
+    chain can be long), each sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in order:
+            continue
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        while work:
+            node, todo = work[-1]
+            nxt = next(todo, None)
+            if nxt is not None:
+                if nxt not in order:
+                    order[nxt] = low[nxt] = len(order)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], order[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == order[node]:
+                part: list[str] = []
+                while not part or part[-1] != node:
+                    part.append(stack.pop())
+                    on_stack.discard(part[-1])
+                if len(part) > 1:
+                    found.append(sorted(part))
+    return found
+
+
+def _one_cycle(edges: dict[str, set[str]], members: list[str]) -> list[str]:
+    """One loop inside a strongly connected part, from its smallest member on."""
+    inside = set(members)
+    walk = [members[0]]
+    while True:
+        nxt = min(edges[walk[-1]] & inside)
+        if nxt in walk:
+            return walk[walk.index(nxt) :]
+        walk.append(nxt)
 
 
 def _healed_in_index_only(conn: sqlite3.Connection, repo_folders: list[Folder]) -> list[Finding]:

@@ -131,8 +131,9 @@ def _duplicate_ids(conn: sqlite3.Connection, dirs: list[str]) -> Check:
 
 
 def _chains(conn: sqlite3.Connection, folders: list[Folder]) -> Check:
-    """Supersede pointers that lead nowhere, and memories replaced twice (a fork) — the
-    check ``audit`` runs too (doctor has just healed the one-sided pointers it also lists)."""
+    """Supersede pointers that lead nowhere, memories replaced twice (a fork), a memory
+    naming itself and loops (no read repairs those) — the check ``audit`` runs too (doctor
+    has just healed the one-sided pointers it also lists)."""
     from .audit import chain_findings
 
     problems = [f"{f.detail} (fix: {f.fix})" for f in chain_findings(conn, folders)]

@@ -333,7 +333,11 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     read never dirties the user's work tree. A pointer ``chain_refusal`` forbids (across
     scopes, or one that would mark a repository memory replaced from outside the
     repository) is never completed: it is reported once and its target stays as it is.
-    A member an interrupted forget left half in its chain is taken out. Runs on every
+    Neither is one naming its own holder or lying on a loop (``loop_refusal``): which
+    member is newer is not known, and completing it would hide a memory. A member an
+    interrupted forget left half in its chain is taken out — only when its three files
+    are three memories on no loop (a self pointer or a cycle mimics the pattern: finishing
+    it retracted a memory nobody forgot). Runs on every
     read — three queries over the partial indexes of chain members only, so its cost
     follows the number of superseded memories, not the store, and one key of
     ``index_info`` — and a repair that failed once is tried again. Returns how many
@@ -344,8 +348,8 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
     forward = _one_sided(conn, dirs, "superseded_by", "supersedes")  # old → new, new lacks the way back
     backward = _one_sided(conn, dirs, "supersedes", "superseded_by")  # new → old, old lacks the way on
     bypassed = conn.execute(  # on the rows themselves: a view cannot be told which index to walk
-        f"SELECT {path_sql('fx', 'x')} AS path, {spelled('x', 'location')} AS location, {path_sql('fp', 'p')} AS p_path, "
-        f"{path_sql('fn', 'n')} AS n_path "
+        f"SELECT x.id AS id, p.id AS p_id, n.id AS n_id, {path_sql('fx', 'x')} AS path, "
+        f"{spelled('x', 'location')} AS location, {path_sql('fp', 'p')} AS p_path, {path_sql('fn', 'n')} AS n_path "
         f"FROM memory_rows x INDEXED BY memories_supersedes CROSS JOIN folders fx ON fx.id = x.folder "
         f"CROSS JOIN memory_rows p ON p.id = x.supersedes CROSS JOIN folders fp ON fp.id = p.folder "
         f"CROSS JOIN memory_rows n ON n.id = x.superseded_by CROSS JOIN folders fn ON fn.id = n.folder "
@@ -359,6 +363,7 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
         for row in rows:
             holder, target = by_dir[row["holder_dir"]], by_dir[row["dir"]]
             why = chain_refusal(holder, target, pointer, row["id"])
+            why = why or loop_refusal(conn, dirs, row["holder_id"], row["id"])
             if why is not None:
                 refused.append(_refusal(row, pointer, why))
             elif pointer == "superseded_by":
@@ -366,6 +371,9 @@ def heal_chains(ctx: Context, folders: list[Folder]) -> int:
             else:
                 healed += _heal(ctx, row["path"], row["location"], folders, row["holder_path"], superseded_by=row["holder_id"])
     for row in bypassed:
+        members = (row["id"], row["p_id"], row["n_id"])
+        if len(set(members)) < 3 or any(chain_loop(conn, dirs, m) for m in members):
+            continue  # a broken file, not an interrupted forget: `doctor` and `audit` report it
         healed += _finish_forget(ctx, row["path"], row["location"], folders, row["p_path"], row["n_path"])
     _warn_refused(ctx, dirs, refused)
     return healed
@@ -383,6 +391,53 @@ def chain_refusal(holder: Folder, target: Folder, pointer: str, target_id: str) 
                 "a supersede chain never crosses scopes")  # fmt: skip
     if pointer == "supersedes" and target.location == "repo" and holder.location != "repo":
         return f"{target_id} is in the repository, and only a file in the repository can replace it"
+    return None
+
+
+def loop_refusal(conn: sqlite3.Connection, dirs: list[str], holder_id: str, target_id: str) -> str | None:
+    """Why a one-sided pointer between ``holder_id`` and ``target_id`` must not be completed
+    because the chain is broken, or None: a memory naming itself, or either end lying on a
+    loop (A supersedes B and B supersedes A). Which member is newer is then not known, and
+    completing it marked a memory superseded by itself (hidden from every read) or closed
+    the loop, which hid all of it; the file is to be fixed by hand (``audit`` names it)."""
+    if holder_id == target_id:
+        return "it names itself"
+    for start in (holder_id, target_id):
+        loop = chain_loop(conn, dirs, start)
+        if loop is not None:
+            return f"the supersede chain loops ({' → '.join([*loop, loop[0]])}), so which one is newer is not known"
+    return None
+
+
+def chain_loop(conn: sqlite3.Connection, dirs: list[str], start: str) -> list[str] | None:
+    """The members of a supersede loop through ``start`` (two or more, ``start`` first) in
+    the folders ``dirs``, or None. A member's successors are the memory its
+    ``superseded_by`` names and those whose ``supersedes`` names it, so a loop that only
+    one side of each pair states is found as well; a self pointer is not a loop here (its
+    callers check that apart). Walks from ``start`` along the pointers' partial indexes
+    only, so its cost follows the chain, not the store."""
+    marks = placeholders(dirs)
+    sql = (
+        f"SELECT r.superseded_by FROM memory_rows r CROSS JOIN folders f ON f.id = r.folder "
+        f"WHERE r.id = ? AND r.superseded_by IS NOT NULL AND f.dir IN ({marks}) "
+        f"UNION SELECT r.id FROM memory_rows r INDEXED BY memories_supersedes CROSS JOIN folders f ON f.id = r.folder "
+        f"WHERE r.supersedes = ? AND f.dir IN ({marks})"
+    )
+    came_from: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        for (nxt,) in conn.execute(sql, [current, *dirs, current, *dirs]):
+            if nxt == current:
+                continue
+            if nxt == start:
+                loop = [current]
+                while loop[-1] != start:
+                    loop.append(came_from[loop[-1]])
+                return loop[::-1]
+            if nxt not in came_from:
+                came_from[nxt] = current
+                todo.append(nxt)
     return None
 
 
@@ -476,6 +531,8 @@ def _heal(
 
     def fix(memory: Memory, folder: Folder) -> str | None:
         partner = read_memory(Path(partner_path))
+        if partner.id == memory.id:
+            return None  # a memory naming itself is a broken file, not half a supersede
         if supersedes:
             if memory.supersedes is not None or partner.superseded_by != memory.id:
                 return None  # changed since the index saw it: the next reconcile re-reads it
@@ -527,6 +584,8 @@ def _finish_forget(ctx: Context, path_text: str, location: str, folders: list[Fo
 
     def fix(memory: Memory, folder: Folder) -> str | None:
         prev, nxt = read_memory(Path(prev_path)), read_memory(Path(next_path))
+        if len({memory.id, prev.id, nxt.id}) < 3:
+            return None  # a self pointer or a loop mimics the pattern: a broken file, not a forget
         if not (memory.supersedes == prev.id and memory.superseded_by == nxt.id
                 and prev.superseded_by == nxt.id and nxt.supersedes in (prev.id, memory.id)):  # fmt: skip
             return None

@@ -10,7 +10,12 @@ Chain rules, the same for every command (docs/protocol.md, Consistency):
 - forgetting a member — hard or ``--soft`` — takes it out of the chain: forgetting the
   head makes the previous member the head again, a middle member is unlinked and the
   chain closed around it, the oldest member simply goes; a failed write puts back every
-  file already changed.
+  file already changed;
+- a memory naming itself, or a loop (A supersedes B, B supersedes A), is a broken file:
+  no read acts on it (``freshness.loop_refusal``), ``doctor`` and ``audit`` report it, and
+  ``supersede`` and ``forget`` refuse a member of a loop (closing a chain around it
+  rewrote, then retracted, the other members); a self pointer is no neighbour, so
+  ``forget`` of that memory acts on it alone.
 """
 
 from __future__ import annotations
@@ -75,6 +80,24 @@ class StatusChange:
                 "in_repo": self.in_repo, "path": str(self.memory.path)}  # fmt: skip
 
 
+def refuse_broken_chain(ctx: Context, memory: Memory, doing: str, self_pointer_ok: bool = False) -> None:
+    """Refuse a chain change (``doing``: "superseded", "forgotten") on a member of a loop:
+    which member is newest is not known, and relinking around it rewrote the others into
+    self pointers the next read took for an interrupted forget. A memory naming itself is
+    refused too unless the caller drops that pointer anyway (``self_pointer_ok``)."""
+    for pointer in ("supersedes", "superseded_by"):
+        if getattr(memory, pointer) == memory.id and not self_pointer_ok:
+            raise LifecycleError(f"{memory.id} names itself in {pointer} (a broken file) — nothing was {doing}; "
+                                 f"{freshness.refusal_fix(pointer, memory.id, str(memory.path))}, then retry")  # fmt: skip
+    dirs = [str(f.path) for f in key_folders(ctx, memory.scope_key)]
+    loop = freshness.chain_loop(ctx.conn, dirs, memory.id)
+    if loop is not None:
+        raise LifecycleError(
+            f"{memory.id} is in a supersede loop ({' → '.join([*loop, memory.id])}), so which member is newest is not "
+            f"known — nothing was {doing}; break the loop in the files first (`open-memex audit` names them), then retry"
+        )
+
+
 def set_status(ctx: Context, memory_id: str, status: str) -> StatusChange:
     if status not in STATUSES:
         raise UsageError(f"unknown status {status!r} — use one of: active, deprecated, retracted, archived")
@@ -123,6 +146,7 @@ def forget(ctx: Context, memory_id: str, soft: bool = False) -> Forgotten:
     with locked(ctx, memory_id, every_copy=True) as (memory, folder):
         assert memory.path is not None
         in_repo = folder.location == "repo" and _tracked(memory.path)  # git has it: the change is to commit
+        refuse_broken_chain(ctx, memory, "forgotten", self_pointer_ok=True)
         prev, nxt = _neighbours(ctx, memory)
         if soft and memory.status == "retracted" and not (memory.supersedes or memory.superseded_by):
             return Forgotten(memory.id, memory.path, True, in_repo, already=True)
@@ -260,11 +284,12 @@ Neighbour = tuple[Memory, Folder]
 
 
 def _neighbours(ctx: Context, memory: Memory) -> tuple[Neighbour | None, Neighbour | None]:
-    """The members right before and after ``memory``, when they point back at it."""
+    """The members right before and after ``memory``, when they point back at it (a
+    pointer to itself names no neighbour)."""
     folders = key_folders(ctx, memory.scope_key)
 
     def load(memory_id: str | None) -> Neighbour | None:
-        if not memory_id:
+        if not memory_id or memory_id == memory.id:
             return None
         for row in rows_for(ctx.conn, memory_id, folders):
             folder = next(f for f in folders if str(f.path) == row["dir"])

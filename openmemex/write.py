@@ -12,7 +12,7 @@ from .context import Context
 from .errors import LifecycleError, MemexError, UsageError
 from .ids import new_ulid, now_rfc3339
 from .index import Folder, placeholders
-from .lifecycle import key_folders, successor_missing
+from .lifecycle import key_folders, refuse_broken_chain, successor_missing
 from .lookup import locked
 from .model import (
     IMPORTANCE,
@@ -363,6 +363,7 @@ def _supersede_locked(
     ctx: Context, old: Memory, folder: Folder, content: str, *, type: str | None, tags: list[str] | str | None,
     aliases: list[str] | None, source: str,
 ) -> WriteResult:  # fmt: skip
+    refuse_broken_chain(ctx, old, "superseded")
     if old.status == "superseded" and not successor_missing(ctx.conn, old):
         raise LifecycleError(
             f"{old.id} is already superseded by {old.superseded_by}; supersede the newest version instead"
