@@ -450,24 +450,27 @@ def rules_match(conn: sqlite3.Connection, record: bool = False) -> bool:
     taken at its word. ``record`` (inside a write transaction): an index found to match in
     another environment (an upgrade that left the rules as they were) records this one."""
     found = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('text', 'text_env')").fetchall())
-    environment = text_environment(conn)
-    if found.get("text") is None:
+    text = found.get("text")
+    if text is None:
         return False
-    if found.get("text_env") == environment:
+    if found.get("text_env") == text_environment(conn, str(text)):
         return True
-    if found["text"] != text_rules():
+    if text != text_rules():
         return False
     if record:
-        conn.execute("INSERT OR REPLACE INTO index_info(key, value) VALUES ('text_env', ?)", (environment,))
+        conn.execute("INSERT OR REPLACE INTO index_info(key, value) VALUES ('text_env', ?)",
+                     (text_environment(conn, str(text)),))  # fmt: skip
     return True
 
 
-def text_environment(conn: sqlite3.Connection) -> str:
-    """Everything ``text_rules`` depends on, read in a fraction of a millisecond: SQLite's
-    exact build (its source id), Python's version and Unicode tables, and the size and time
-    of each of this package's modules (where the derivation rules live)."""
+def text_environment(conn: sqlite3.Connection, rules: str) -> str:
+    """The environment ``rules`` were worked out in, bound to them (a ``text`` written alone,
+    by an older release or another tool, matches no recorded environment): everything
+    ``text_rules`` depends on, read in a fraction of a millisecond — SQLite's exact build
+    (its source id), Python's version and Unicode tables, and the size and time of each of
+    this package's modules (where the derivation rules live)."""
     source = str(conn.execute("SELECT sqlite_source_id()").fetchone()[0])
-    return _environment(source)
+    return hashlib.sha256(f"{_environment(source)}\0{rules}".encode()).hexdigest()[:16]
 
 
 @functools.cache
@@ -521,7 +524,7 @@ def create_schema(conn: sqlite3.Connection, force: bool = False, indexes: bool =
         conn.execute("INSERT INTO index_info(key, value) VALUES ('epoch', lower(hex(randomblob(8))))")
         conn.execute("INSERT INTO index_info(key, value) VALUES ('rows', 0)")  # bumped by every row change
         conn.execute("INSERT INTO index_info(key, value) VALUES ('text', ?)", (text_rules(),))
-        conn.execute("INSERT INTO index_info(key, value) VALUES ('text_env', ?)", (text_environment(conn),))
+        conn.execute("INSERT INTO index_info(key, value) VALUES ('text_env', ?)", (text_environment(conn, text_rules()),))
         # no rows yet: they will be written with the map in force now
         conn.execute("INSERT INTO index_info(key, value) VALUES ('expansions', ?)", (expansions.current().digest,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -151,7 +151,7 @@ def test_rules_worked_out_here_are_taken_at_their_word(cli: Any, monkeypatch: py
     cli("add", "the staging database is reset every sunday", "--scope", "personal")  # a write records it
     with Context.load() as ctx:
         env = ctx.conn.execute("SELECT value FROM index_info WHERE key = 'text_env'").fetchone()[0]
-        assert env == index_schema.text_environment(ctx.conn)
+        assert env == index_schema.text_environment(ctx.conn, index_schema.text_rules())
 
 
 def test_other_derivation_rules_rebuild_the_index(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
