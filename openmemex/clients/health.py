@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fileio, jsonconf, wiring
-from .entry import is_our_args
+from .entry import is_our_args, same_data_root
 from .registry import CLIENTS, Client, project_root
 
 
@@ -75,7 +75,7 @@ def _judge(client: Client, entry: dict[str, Any], shown: str, root: Path) -> tup
     if not is_our_args(args):
         problems.append(f'args are {args!r}, expected ["mcp"]')
     home = env.get("OPEN_MEMEX_HOME") if isinstance(env, dict) else None
-    if isinstance(home, str) and home and Path(home).expanduser().absolute() != root:
+    if isinstance(home, str) and home and not same_data_root(os.path.expanduser(home), str(root)):  # a symlink is one root
         problems.append(f"OPEN_MEMEX_HOME is {home}, but this shell uses {root} (two data roots)")
     if client.id == "opencode" and entry.get("enabled") is False:
         notes.append("disabled in the config")

@@ -84,16 +84,12 @@ def data_root_of(handler: object) -> str | None:
 
 
 def _parse(handler: object) -> tuple[str, str | None] | None:
-    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+    if not isinstance(handler, dict):
         return None
-    try:
-        words = shlex.split(handler["command"])
-    except ValueError:
+    split = _split(handler.get("command"))
+    if split is None:
         return None
-    home = None
-    while words and re.fullmatch(r"OPEN_MEMEX_HOME=.*", words[0], re.DOTALL):
-        home = words[0].split("=", 1)[1]
-        words = words[1:]
+    words, home = split
     if len(words) == 3 and EXE_PATTERN.match(words[0]):
         rest = words[1:]
     elif len(words) == 5 and words[1:3] == ["-m", "openmemex"]:
@@ -102,6 +98,33 @@ def _parse(handler: object) -> tuple[str, str | None] | None:
         return None
     events = {event for _, event, _ in EVENTS}
     return (rest[1], home) if rest[0] == "hook" and rest[1] in events else None
+
+
+def _split(cmd: object) -> tuple[list[str], str | None] | None:
+    """A command's words after its ``OPEN_MEMEX_HOME=…`` pin, and the pinned data root."""
+    if not isinstance(cmd, str):
+        return None
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    home = None
+    while words and re.fullmatch(r"OPEN_MEMEX_HOME=.*", words[0], re.DOTALL):
+        home = words[0].split("=", 1)[1]
+        words = words[1:]
+    return words, home
+
+
+def same_command(found: object, wanted: str) -> bool:
+    """Whether a handler's command is ``wanted``, the data root pinned in another spelling
+    (a symlink, a trailing slash) included — init called such a hook "different" while
+    uninstall took it for its own."""
+    if found == wanted:
+        return True
+    theirs, ours = _split(found), _split(wanted)
+    if theirs is None or ours is None or theirs[0] != ours[0] or theirs[1] is None or ours[1] is None:
+        return False
+    return same_data_root(theirs[1], ours[1])
 
 
 def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
@@ -122,7 +145,7 @@ def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
         if not found:
             groups.append({"hooks": [_handler(wanted, timeout)]})
             outcomes.add("added")
-        elif all(h.get("command") == wanted for h in found):
+        elif all(same_command(h.get("command"), wanted) for h in found):
             outcomes.add("kept")
         elif force:
             for handler in found:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .entry import same_data_root
 from .receipt import Receipt
+
+DATA_ROOT = "OPEN_MEMEX_HOME"
 
 FORCE_HINT = "a different open-memex entry is there — kept; rerun with --force to replace it"
 LEGACY_NOTE = "removed the legacy my-o-memory entry"
@@ -24,5 +27,17 @@ class Verdict:
 
 def matches(current: object, ours: dict[str, Any]) -> bool:
     """Our entry is there when every key we write has our value (keys the user added to
-    it, such as ``alwaysAllow``, do not make it different)."""
-    return isinstance(current, dict) and all(current.get(key) == value for key, value in ours.items())
+    it, such as ``alwaysAllow``, do not make it different), the data root in any spelling
+    of the same folder (a symlink: init called it "a different entry", while uninstall and
+    doctor took it for this data root's)."""
+    return isinstance(current, dict) and all(_same(current.get(key), value) for key, value in ours.items())
+
+
+def _same(found: object, wanted: object) -> bool:
+    if found == wanted:
+        return True
+    if not (isinstance(found, dict) and isinstance(wanted, dict)):
+        return False
+    theirs, mine = dict(found), dict(wanted)
+    root, want = theirs.pop(DATA_ROOT, None), mine.pop(DATA_ROOT, None)
+    return theirs == mine and isinstance(root, str) and bool(root) and isinstance(want, str) and same_data_root(root, want)

@@ -1,0 +1,63 @@
+"""init / uninstall against hostile files and interrupted runs (review rev66): repository
+symlinks, concurrent inits, folders that were there before init, an unwritable data root,
+temporary files and backups (their mode, a kill -9 mid-write), a data root reached through
+a symlink, hand-written hooks, the Copilot instructions' last byte. Real files in the
+test's HOME, the real CLI, byte-for-byte checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openmemex.clients import doctor_checks
+from tests.clientcases import home
+
+
+def _actions(result: Any, kind: str | None = None) -> list[dict[str, Any]]:
+    return [a for a in json.loads(result.out)["actions"] if kind is None or a["kind"] == kind]
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (links not followed): a file's bytes, None for a folder,
+    ``->target`` for a link."""
+    found: dict[str, bytes | None] = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if path.is_symlink():
+            found[name] = b"->" + os.fsencode(os.readlink(path))
+        elif path.is_dir():
+            found[name] = None
+        else:
+            found[name] = path.read_bytes()
+    return found
+
+
+# -- 8. a data root reached through a symlink is one data root ------------------------------
+
+
+@pytest.mark.parametrize("client", ["claude", "codex", "opencode"])
+def test_a_data_root_reached_through_a_symlink_is_the_same_setup(cli: Any, tmp_path: Path, client: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """doctor compared the spelling (FAIL: "two data roots … run init --force") and init
+    called the entry different, while uninstall took it for its own."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(real))
+    assert cli("init", "--client", client).rc == 0
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(tmp_path / "link"))
+    before = _tree(home())
+    again = cli("init", "--client", client, "--json")
+    kinds = {a["kind"]: (a["action"], a["detail"]) for a in _actions(again)}
+    assert kinds["mcp"] == ("kept", "already wired"), again.out
+    if client in ("claude", "codex"):
+        assert kinds["hooks"] == ("kept", "hooks already installed"), again.out
+    assert _tree(home()) == before
+    checks = [(ok, detail) for name, ok, detail in doctor_checks() if name == f"mcp {client}"]
+    assert len(checks) == 1 and checks[0][0] and "two data roots" not in checks[0][1], checks
+    result = cli("uninstall", "--client", client, "--global", "--json")
+    assert [a["action"] for a in _actions(result, "mcp")] == ["removed"]
