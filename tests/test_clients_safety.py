@@ -61,3 +61,43 @@ def test_a_data_root_reached_through_a_symlink_is_the_same_setup(cli: Any, tmp_p
     assert len(checks) == 1 and checks[0][0] and "two data roots" not in checks[0][1], checks
     result = cli("uninstall", "--client", client, "--global", "--json")
     assert [a["action"] for a in _actions(result, "mcp")] == ["removed"]
+
+
+# -- 9. hooks: what init reports and what uninstall takes are what it put in ------------------
+
+
+HAND_WIRED = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "open-memex hook stop"}]}]}}'
+
+
+def test_a_hand_written_hook_is_reported_and_left_to_the_user(cli: Any) -> None:
+    """A hand-written, unpinned ``open-memex hook stop``: init reported all three events
+    added (without the --force hint), and uninstall deleted that hook too, leaving
+    ``"Stop": []``."""
+    path = home() / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(HAND_WIRED)
+    result = cli("init", "--client", "claude", "--json")
+    (hooks,) = _actions(result, "hooks")
+    assert hooks["action"] == "added"
+    assert hooks["detail"] == ("hooks SessionStart, UserPromptSubmit; a different open-memex hook is there for "
+                               "Stop — kept; rerun with --force to replace it")  # fmt: skip
+    doc = json.loads(path.read_text())
+    assert doc["hooks"]["Stop"] == json.loads(HAND_WIRED)["hooks"]["Stop"]
+    result = cli("uninstall", "--client", "claude", "--json")
+    (hooks,) = _actions(result, "hooks")
+    assert hooks["action"] == "removed" and "did not put in (Stop)" in hooks["detail"], result.out
+    assert path.read_text() == HAND_WIRED
+    result = cli("uninstall", "--yes", "--json")  # the record still says init put in no Stop hook
+    assert [(a["action"], "did not put in (Stop)" in a["detail"]) for a in _actions(result, "hooks")] == [("kept", True)]
+    assert path.read_text() == HAND_WIRED
+
+
+def test_a_hook_replaced_with_force_is_reported_and_taken_out(cli: Any) -> None:
+    path = home() / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(HAND_WIRED)
+    result = cli("init", "--client", "claude", "--force", "--json")
+    (hooks,) = _actions(result, "hooks")
+    assert hooks["detail"] == "hooks SessionStart, UserPromptSubmit; hooks Stop replaced (--force)"
+    assert cli("uninstall", "--client", "claude").rc == 0
+    assert json.loads(path.read_text()) == {"hooks": {"Stop": []}}  # theirs went with --force; its list stays

@@ -4,9 +4,10 @@ Both hosts read the same shape — ``{"hooks": {Event: [{"matcher"?, "hooks": [{
 "command", "command": …, "timeout": …}]}]}}`` — so one merge serves both. The rules are
 init's: other hooks and keys are never touched, our handler is recognised by its command
 (``… open-memex hook <event>``) wherever the user moved it, a different one of ours is
-kept unless ``--force``, and uninstall removes exactly our handlers (and the groups left
-empty by that, and the event lists and ``hooks`` object init's ``Receipt`` says it made —
-an empty ``"Stop": []`` of the user's stays). Hooks are user-level only: a committed
+kept unless ``--force``, and uninstall removes exactly the handlers init put in (and the
+groups left empty by that, and the event lists and ``hooks`` object init's ``Receipt`` says
+it made — an empty ``"Stop": []`` of the user's stays, and so does a hand-written handler
+of ours init found and kept). Hooks are user-level only: a committed
 project file would carry this machine's executable path to every teammate.
 
 The files under the repository's top-level ``hooks/`` are ``document("open-memex")``,
@@ -27,7 +28,7 @@ from . import jsonconf
 from .entry import EXE_PATTERN, ServerEntry, same_data_root
 from .receipt import Receipt, finish
 from .registry import claude_dir, codex_home
-from .verdict import FORCE_HINT, Verdict
+from .verdict import Verdict
 
 # (host event, our sub-command, seconds the host waits)
 # session-start may have to index a large store for the first time: more room than the rest
@@ -128,6 +129,10 @@ def same_command(found: object, wanted: str) -> bool:
 
 
 def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
+    """Merge our three handlers. The verdict names the events whose handler went in (or was
+    replaced, ``--force``) and those where a different one of ours was kept — all three were
+    reported "added" when one was a hand-written ``open-memex hook stop`` left as it was —
+    and its receipt records the events put in, which uninstall takes out and no other."""
     try:
         doc, source = jsonconf.parse(text)
     except jsonconf.NotPlainJson as exc:
@@ -135,7 +140,9 @@ def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
     hooks = doc.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         return Verdict("manual", f'left untouched: "hooks" is a JSON {jsonconf._kind(hooks)}, not an object')
-    outcomes: set[str] = set()
+    added: list[str] = []
+    updated: list[str] = []
+    differs: list[str] = []
     for name, event, timeout in EVENTS:
         groups = hooks.setdefault(name, [])
         if not isinstance(groups, list):
@@ -144,36 +151,43 @@ def add(text: str, entry: ServerEntry, *, force: bool) -> Verdict:
         found = [h for h in _handlers(groups) if event_of(h) == event]
         if not found:
             groups.append({"hooks": [_handler(wanted, timeout)]})
-            outcomes.add("added")
+            added.append(name)
         elif all(same_command(h.get("command"), wanted) for h in found):
-            outcomes.add("kept")
+            continue
         elif force:
             for handler in found:
                 handler["command"] = wanted
-            outcomes.add("updated")
+            updated.append(name)
         else:
-            outcomes.add("differs")
-    events = ", ".join(name for name, _, _ in EVENTS)
-    if "added" in outcomes or "updated" in outcomes:
-        action = "added" if "added" in outcomes else "updated"
+            differs.append(name)
+    kept = f"a different open-memex hook is there for {', '.join(differs)} — kept; rerun with --force to replace it"
+    if added or updated:
         changes = jsonconf.Changes([], {})
         new_text = jsonconf.edit(source, doc, changes=changes)
         if new_text is None:
             return Verdict("manual", "left untouched: could not add our hooks without rewriting the rest of the file")
         receipt = Receipt(blank=text if not source.text.strip() else None, made=frozenset(changes.made),
-                          mine=frozenset(changes.made), filled=changes.filled)  # fmt: skip
-        return Verdict(action, f"hooks {events}", new_text, receipt=receipt)
-    if "differs" in outcomes:
-        return Verdict("kept", FORCE_HINT.replace("entry", "hook"))
+                          mine=frozenset(changes.made), filled=changes.filled,
+                          events=frozenset(added + updated))  # fmt: skip
+        detail = "; ".join(part for part in (f"hooks {', '.join(added)}" if added else "",
+                                             f"hooks {', '.join(updated)} replaced (--force)" if updated else "",
+                                             kept if differs else "") if part)  # fmt: skip
+        return Verdict("added" if added else "updated", detail, new_text, receipt=receipt)
+    if differs:
+        return Verdict("kept", kept)
     return Verdict("kept", "hooks already installed")
 
 
 def remove(text: str, *, data_root: str | None, receipt: Receipt | None = None, had_backup: bool = True) -> Verdict:
     """Take out our handlers. One pinned to another data root (``OPEN_MEMEX_HOME=…``) is
     another setup of the user's, as its MCP entry is (init kept it as "a different hook"):
-    it stays. One without a pin (Windows; the shipped ``hooks/`` files) is ours. An event
-    list or ``hooks`` object left empty goes only when init made it (``receipt``)."""
+    it stays. Which events' handlers init put in is the record's to say (``receipt.events``):
+    a handler of ours it did not put in — a hand-written, unpinned ``open-memex hook stop``
+    init kept — stays, and so does its list. Without that record (an earlier version's
+    init) one without a pin (Windows; the shipped ``hooks/`` files) is taken for ours. An
+    event list or ``hooks`` object left empty goes only when init made it (``receipt``)."""
     others: set[str] = set()
+    not_put: set[str] = set()
 
     def mine(handler: object) -> bool:
         if event_of(handler) is None:
@@ -211,6 +225,10 @@ def remove(text: str, *, data_root: str | None, receipt: Receipt | None = None, 
         groups = hooks[name]
         if not isinstance(groups, list):
             continue
+        if receipt.events is not None and name not in receipt.events:
+            if any(mine(h) for h in _handlers(groups)):
+                not_put.add(name)
+            continue
         kept_groups = []
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
@@ -227,9 +245,12 @@ def remove(text: str, *, data_root: str | None, receipt: Receipt | None = None, 
             hooks[name] = kept_groups
         else:
             del hooks[name]
+    not_ours = (f"kept the open-memex hooks init did not put in ({', '.join(n for n, _, _ in EVENTS if n in not_put)}): "
+                "remove them by hand if you want them gone")  # fmt: skip
     if not removed:
-        if others:
-            return Verdict("kept", kept_note.format(", ".join(sorted(others))))
+        notes = [kept_note.format(", ".join(sorted(others))) if others else "", not_ours if not_put else ""]
+        if others or not_put:
+            return Verdict("kept", "; ".join(note for note in notes if note))
         return Verdict("absent", "no open-memex hooks")
     if not hooks and receipt.covers(("hooks",)):
         del doc["hooks"]
@@ -238,7 +259,7 @@ def remove(text: str, *, data_root: str | None, receipt: Receipt | None = None, 
         return Verdict("manual", f"left untouched (could not cut out only our hooks without rewriting the rest "
                                  f"of the file): {by_hand}")  # fmt: skip
     detail = "hooks" + (f"; kept those of another data root ({', '.join(sorted(others))})" if others else "")
-    return Verdict("removed", detail, new_text, delete=delete)
+    return Verdict("removed", detail + (f"; {not_ours}" if not_put else ""), new_text, delete=delete)
 
 
 def _handlers(groups: list[Any]) -> list[Any]:

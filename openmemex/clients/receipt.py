@@ -10,7 +10,10 @@ init had never written. So init records, per file, in the first-run marker (D50)
   whitespace (or a BOM), given back as it was;
 - ``parts`` — per client and kind (``"cursor mcp"``, ``"claude hooks"``), the members that
   client's init inserted: our entry, and the section or hook list it had to create;
-- ``filled`` — the whitespace inside each container that was empty until ours went in.
+- ``filled`` — the whitespace inside each container that was empty until ours went in;
+- ``events`` — per hooks part, the host events whose handler that init put in (added, or
+  replaced with ``--force``): a hand-written ``open-memex hook stop`` beside them is the
+  user's, and stays.
 
 uninstall prunes only a container some init made, writes an emptied container with its
 old whitespace, deletes only a file init created, and takes Visual Studio's mirror entry
@@ -40,6 +43,7 @@ class Receipt:
     made: frozenset[Key] = frozenset()  # what any init inserted into this file
     mine: frozenset[Key] | None = frozenset()  # what this part's init inserted; None: not recorded
     filled: dict[Key, str] = field(default_factory=dict)
+    events: frozenset[str] | None = None  # hooks: the events whose handler this init put in; None: not recorded
 
     def covers(self, key: Key) -> bool:
         """Whether ``key`` is something init put in, or lies inside it."""
@@ -80,8 +84,15 @@ def note(files: dict[str, Any], path: Path, part_name: str, receipt: Receipt, *,
     parts = record.get("parts")
     if not isinstance(parts, dict):
         parts = {}
+    new_part = part_name not in parts
     parts[part_name] = [list(key) for key in sorted(_keys(parts.get(part_name)) | receipt.made)]
     record["parts"] = parts
+    events = record.get("events")
+    if not isinstance(events, dict):
+        events = {}
+    if receipt.events is not None and (new_part or part_name in events):  # an earlier init's events are unknown
+        events[part_name] = sorted(set(_strings(events.get(part_name))) | receipt.events)
+        record["events"] = events
 
 
 def adopt(files: dict[str, Any], path: Path, part_name: str, theirs: dict[str, Any]) -> None:
@@ -90,7 +101,8 @@ def adopt(files: dict[str, Any], path: Path, part_name: str, theirs: dict[str, A
     of its own). ``theirs``: that root's record."""
     found = lookup(theirs, path, part_name)
     if found is not None and found.mine is not None:
-        note(files, path, part_name, Receipt(found.existed, found.blank, found.mine, found.mine, found.filled), older=True)
+        note(files, path, part_name, Receipt(found.existed, found.blank, found.mine, found.mine, found.filled,
+                                             found.events), older=True)  # fmt: skip
 
 
 def lookup(files: dict[str, Any], path: Path, part_name: str) -> Receipt | None:
@@ -108,7 +120,10 @@ def lookup(files: dict[str, Any], path: Path, part_name: str) -> Receipt | None:
     for keys in parts.values():
         made |= _keys(keys)
     mine = _keys(parts[part_name]) if part_name in parts else None
-    return Receipt(existed, blank, frozenset(made), None if mine is None else frozenset(mine), _filled(record.get("filled")))
+    events = record.get("events")
+    put = events.get(part_name) if isinstance(events, dict) and mine is not None else None
+    return Receipt(existed, blank, frozenset(made), None if mine is None else frozenset(mine), _filled(record.get("filled")),
+                   frozenset(_strings(put)) if isinstance(put, list) else None)  # fmt: skip
 
 
 def settle(files: dict[str, Any], path: Path, part_name: str, *, whole: bool) -> None:
@@ -119,8 +134,24 @@ def settle(files: dict[str, Any], path: Path, part_name: str, *, whole: bool) ->
     parts = record.get("parts")
     if isinstance(parts, dict):
         parts.pop(part_name, None)
+    events = record.get("events")
+    if isinstance(events, dict):
+        events.pop(part_name, None)
+        if not events:
+            del record["events"]
     if whole or not parts:
         del files[_key(path)]
+
+
+def put_none(files: dict[str, Any], path: Path, part_name: str) -> None:
+    """uninstall took out the hooks this part's init put in, and handlers of ours it did not
+    put in stay (a hand-written ``open-memex hook stop``): the record stays, naming no event,
+    so that a later uninstall leaves them too — without it they would be judged by their
+    bytes, and an unpinned one taken for ours."""
+    record = files.get(_key(path))
+    events = record.get("events") if isinstance(record, dict) else None
+    if isinstance(events, dict) and part_name in events:
+        events[part_name] = []
 
 
 def _key(path: Path) -> str:
@@ -131,6 +162,10 @@ def _keys(value: object) -> set[Key]:
     if not isinstance(value, list):
         return set()
     return {tuple(key) for key in value if isinstance(key, list) and all(isinstance(k, str) for k in key)}
+
+
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def _filled(value: object) -> dict[Key, str]:

@@ -273,7 +273,10 @@ def _unhook(client_id: str, files: dict[str, Any]) -> Action:
     found = receipt.lookup(files, path, part)
     action = _strip(client_id, "hooks", path, "user",
                     lambda text, backup: hookconf.remove(text, data_root=root, receipt=found, had_backup=backup))  # fmt: skip
-    _settle(files, path, part, action)
+    if action.action == "removed" and found is not None and found.events is not None and hookconf.installed(client_id, root):
+        receipt.put_none(files, path, part)  # ours that init did not put in are left: a later uninstall leaves them too
+    else:
+        _settle(files, path, part, action)
     return action
 
 
