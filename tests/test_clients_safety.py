@@ -101,3 +101,22 @@ def test_a_hook_replaced_with_force_is_reported_and_taken_out(cli: Any) -> None:
     assert hooks["detail"] == "hooks SessionStart, UserPromptSubmit; hooks Stop replaced (--force)"
     assert cli("uninstall", "--client", "claude").rc == 0
     assert json.loads(path.read_text()) == {"hooks": {"Stop": []}}  # theirs went with --force; its list stays
+
+
+# -- 10. the Copilot instructions come back byte for byte -----------------------------------
+
+
+@pytest.mark.parametrize("text", ["# Mine", "# Mine\n", "# Mine\n\n", "# Mine\r\n", "", "  \n", None])
+def test_copilot_instructions_come_back_byte_for_byte(cli: Any, text: str | None) -> None:
+    path = home() / ".copilot" / "copilot-instructions.md"
+    path.parent.mkdir()
+    if text is not None:
+        path.write_bytes(text.encode())
+    assert cli("init", "--client", "vscode").rc == 0
+    assert "<!-- /open-memex -->" in path.read_text()
+    assert cli("init", "--client", "vscode").rc == 0  # a refresh keeps the layout too
+    assert cli("uninstall", "--client", "vscode").rc == 0
+    if text is None:
+        assert not path.exists()
+    else:
+        assert path.read_bytes() == text.encode()

@@ -77,10 +77,9 @@ def init(*, client: Clients = None, project: Flag = False, global_: Global = Fal
     files = dict(had)
     for action in actions:
         if action.receipt is not None and action.path is not None:
-            part = receipt.part(action.client, action.kind)
-            receipt.note(files, action.path, part, action.receipt)
+            receipt.note(files, action.path, action.part, action.receipt)
             for other in action.adopt:  # what that data root's init made here is this one's to undo now
-                receipt.adopt(files, action.path, part, marker.read_files(Path(other)))
+                receipt.adopt(files, action.path, action.part, marker.read_files(Path(other)))
     if not failed or files != had:  # what init changed is recorded even when a file failed
         path = marker.marker_path()
         existed = path.exists()

@@ -103,21 +103,30 @@ class MissingEnd(ValueError):
 
 
 def install_instructions(text: str) -> tuple[str, str | None]:
-    """Our section put into ``text`` (or refreshed): (action, new text or None)."""
+    """Our section put into ``text`` (or refreshed): (action, new text or None). It goes
+    after one blank line; a file without a final newline still ends without one (our end
+    marker is then its last line), so that ``remove_instructions`` gives every byte back —
+    uninstall added a newline to ``# Mine``, and took one from a file ending in a blank line."""
     section = instructions_section()
     try:
         span = _span(text)
     except MissingEnd:
         return "manual", None
     if span is None:
-        joiner = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        return "added", text + joiner + section
+        if not text:
+            return "added", section
+        if text.endswith("\n"):
+            return "added", text + "\n" + section
+        return "added", text + "\n\n" + section.removesuffix("\n")
+    if span[1] == len(text) and not text.endswith("\n"):  # ours is the last line, as init left it
+        section = section.removesuffix("\n")
     new = text[: span[0]] + section + text[span[1] :]
     return ("kept", None) if new == text else ("updated", new)
 
 
 def remove_instructions(text: str) -> tuple[str, str | None]:
-    """Our section cut out of ``text``: (action, new text); "" means the file held only it."""
+    """Our section cut out of ``text``, with the blank line init put before it: (action, new
+    text). A new text holding only whitespace means the file held only our section."""
     try:
         span = _span(text)
     except MissingEnd:
@@ -125,10 +134,11 @@ def remove_instructions(text: str) -> tuple[str, str | None]:
     if span is None:
         return "absent", None
     before, after = text[: span[0]], text[span[1] :]
-    if before.endswith("\n\n") and (not after or after.startswith("\n")):
+    if not after and not text.endswith("\n") and before.endswith("\n\n"):
+        before = before[:-2]  # the file ended without a newline before init
+    elif before.endswith("\n\n") and (not after or after.startswith("\n")):
         before = before[:-1]
-    new = before + after
-    return "removed", new if new.strip() else ""
+    return "removed", before + after
 
 
 MISSING_END = (f"our section has lost its end marker {END} — what follows it may be yours: "

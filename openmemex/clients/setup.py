@@ -38,6 +38,12 @@ class Action:
     receipt: Receipt | None = None  # init: what it changed in the file, for the marker
     adopt: tuple[str, ...] = ()  # init --force replaced the entry of these other data roots
 
+    @property
+    def part(self) -> str:
+        """The record's name for what this action changed in its file: one Copilot section,
+        whichever clients asked for it."""
+        return receipt.part("copilot" if self.kind == "instructions" else self.client, self.kind)
+
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"client": self.client, "kind": self.kind, "level": self.level,
                                "path": str(self.path) if self.path else None, "action": self.action,
@@ -178,6 +184,8 @@ def _skills(clients: list[Client], entry: ServerEntry, force: bool) -> list[Acti
 
 
 def _instructions(clients: list[Client]) -> Action:
+    """The Copilot section; its receipt says whether the file was there (and its text, when
+    blank), so that uninstall gives it back rather than deleting a file init did not create."""
     ids = ",".join(client.id for client in clients if client.copilot)
     path = instructions_path()
     results: list[str] = []
@@ -188,12 +196,14 @@ def _instructions(clients: list[Client]) -> Action:
         return new
 
     try:
-        fileio.update(path, decide)
+        snap, written = fileio.update(path, decide)
     except (OSError, UnicodeDecodeError) as exc:
         return Action(ids, "instructions", path, "failed", _why(exc))
     verb = results[-1]
     detail = {"kept": "already there", "manual": extras.MISSING_END}.get(verb, "Copilot memory section")
-    return Action(ids, "instructions", path, verb, detail)
+    was = None if snap.data is None else snap.text
+    found = Receipt(existed=was is not None, blank=was if was is not None and not was.strip() else None)
+    return Action(ids, "instructions", path, verb, detail, receipt=found if written else None)
 
 
 def uninstall(clients: list[Client], *, levels: list[str], project: Path,
@@ -228,7 +238,7 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path,
                     verb, detail = "failed", _why(exc)
                 actions.append(Action(client.id, "skill", folder, verb, detail))
         if any(client.copilot for client in clients) and instructions_path().exists():
-            actions.append(_remove_instructions(clients, project))
+            actions.append(_remove_instructions(clients, project, files))
     return actions
 
 
@@ -323,24 +333,37 @@ def _strip(client_id: str, kind: str, path: Path, level: str,
     return Action(client_id, kind, path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
 
 
-def _remove_instructions(clients: list[Client], project: Path) -> Action:
+def _remove_instructions(clients: list[Client], project: Path, files: dict[str, Any]) -> Action:
+    """Cut our section out. What is left is written back byte for byte; a file left blank
+    goes only when init created it (its record says so) — without a record (an earlier
+    version's init), when nothing but whitespace is left."""
     copilots = [client for client in clients if client.copilot]
     ids = ",".join(client.id for client in copilots)
     path = instructions_path()
     others = _other_data_roots(copilots, project)
     if others:
         return Action(ids, "instructions", path, "kept", _still_used(others))
+    part = receipt.part("copilot", "instructions")
+    found = receipt.lookup(files, path, part)
     try:
         snap = fileio.read(path)
         verb, new = extras.remove_instructions(snap.text)
-        if verb == "removed" and new == "" and not fileio.through_link(path):
-            fileio.remove(snap)
-            fileio.prune_empty_parents(path)  # ~/.copilot, when init made it (the skills folder went already)
-            return Action(ids, "instructions", path, "removed", "the file held only our section: deleted")
+        if verb == "removed" and new is not None and not new.strip():
+            if found is None or not found.existed:
+                if not fileio.through_link(path):
+                    fileio.remove(snap)
+                    fileio.prune_empty_parents(path)  # ~/.copilot, when init made it (the skills folder went already)
+                    receipt.settle(files, path, part, whole=True)
+                    return Action(ids, "instructions", path, "removed", "the file held only our section: deleted")
+                new = ""
+            elif found.blank is not None:
+                new = found.blank
         if new is not None:
             fileio.write(snap, new)
     except (OSError, UnicodeDecodeError, fileio.Changed) as exc:
         return Action(ids, "instructions", path, "failed", _why(exc))
+    if verb in ("removed", "absent"):
+        receipt.settle(files, path, part, whole=True)
     detail = {"removed": "Copilot memory section", "manual": extras.MISSING_END}.get(verb, "")
     return Action(ids, "instructions", path, verb, detail)
 
