@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openmemex.clients import doctor_checks
-from tests.clientcases import home
+from tests.clientcases import home, ours
+from tests.conftest import git, run_process
 
 
 def _actions(result: Any, kind: str | None = None) -> list[dict[str, Any]]:
@@ -34,6 +39,203 @@ def _tree(root: Path) -> dict[str, bytes | None]:
         else:
             found[name] = path.read_bytes()
     return found
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cloned repository, outside HOME; the test's cwd."""
+    folder = tmp_path / "clone"
+    folder.mkdir()
+    git("init", "-q", cwd=folder)
+    monkeypatch.chdir(folder)
+    return folder
+
+
+# -- 1. a project's symlinks never lead init out of the repository -------------------------
+
+
+def test_project_init_refuses_symlinks_leading_out_of_the_repository(cli: Any, repo: Path) -> None:
+    """A repository shipping ``.mcp.json.open-memex.bak -> ~/.bash_profile`` got its
+    ``.mcp.json`` copied into ``~/.bash_profile`` (the backup followed the dangling link),
+    and ``.cursor/mcp.json -> ~/.not-yet-there/deep/file`` made init create folders and a
+    file in the user's home."""
+    mcp = b'{"x": "$(id > /tmp/pwned)"}\n'
+    (repo / ".mcp.json").write_bytes(mcp)
+    (repo / ".mcp.json.open-memex.bak").symlink_to(home() / ".bash_profile")
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "mcp.json").symlink_to(home() / ".not-yet-there" / "deep" / "file")
+    (home() / "elsewhere").mkdir()
+    (repo / ".vscode").symlink_to(home() / "elsewhere")  # a folder on the way
+    before_home, before_repo = _tree(home()), _tree(repo)
+    result = cli("init", "--project", "--client", "claude", "--client", "cursor", "--client", "vscode", "--json")
+    assert result.rc == 1
+    actions = {a["client"]: a for a in _actions(result, "mcp")}
+    assert {client: a["action"] for client, a in actions.items()} == {"claude": "failed", "cursor": "failed",
+                                                                      "vscode": "failed"}  # fmt: skip
+    for action in actions.values():
+        assert "out of the repository" in action["detail"] and "\n" not in action["detail"]
+    assert ".mcp.json.open-memex.bak beside it" in actions["claude"]["detail"]
+    assert _tree(home()) == before_home and _tree(repo) == before_repo
+
+
+def test_project_symlinks_inside_the_repository_are_followed(cli: Any, repo: Path) -> None:
+    (repo / "config").mkdir()
+    target = repo / "config" / "mcp.json"
+    target.write_text('{"mcpServers": {}}\n')
+    (repo / ".mcp.json").symlink_to(Path("config") / "mcp.json")
+    assert cli("init", "--project", "--client", "claude").rc == 0
+    assert (repo / ".mcp.json").is_symlink() and ours("claude", target)
+    assert (repo / "config" / "mcp.json.open-memex.bak").read_text() == '{"mcpServers": {}}\n'
+
+
+def test_project_uninstall_refuses_a_file_that_leads_out_of_the_repository(cli: Any, repo: Path) -> None:
+    outside = home() / "dotfiles" / "mcp.json"
+    outside.parent.mkdir()
+    assert cli("init", "--project", "--client", "claude").rc == 0
+    (repo / ".mcp.json").rename(outside)  # the user's own file, with our entry, now linked in
+    (repo / ".mcp.json").symlink_to(outside)
+    before = outside.read_bytes()
+    result = cli("uninstall", "--project", "--client", "claude", "--json")
+    assert [(a["action"], "out of the repository" in a["detail"]) for a in _actions(result, "mcp")] == [("failed", True)]
+    assert outside.read_bytes() == before
+
+
+def test_a_backup_is_never_written_through_a_link(cli: Any) -> None:
+    """A user-level file whose backup name is a dangling link: the link stays as it is and
+    nothing is created where it points (the copy followed it)."""
+    path = home() / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('{"a": 1}\n')
+    bak = path.with_name("mcp.json.open-memex.bak")
+    bak.symlink_to(home() / "nowhere")
+    assert cli("init", "--client", "cursor").rc == 0
+    assert ours("cursor", path)
+    assert bak.is_symlink() and not (home() / "nowhere").exists()
+
+
+# -- 5. temporary files and backups are never readable by others ----------------------------
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names an open file through /proc")
+def test_temp_files_and_backups_are_owner_only_while_they_fill(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary copy was created 0644 and chmodded only after the whole config (its
+    tokens included) was in it; the backup copy had the same window."""
+    path = home() / ".claude.json"
+    secret = '{"mcpServers": {"gh": {"command": "gh", "env": {"GITHUB_TOKEN": "ghp_SECRET"}}}}\n'
+    path.write_text(secret)
+    path.chmod(0o640)
+    seen: list[tuple[int, bool]] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            held = Path(os.readlink(f"/proc/self/fd/{fd}")).read_bytes()  # the descriptor may be write-only
+            seen.append((stat.S_IMODE(st.st_mode), b"ghp_SECRET" in held))
+        real_fsync(fd)
+
+    old = os.umask(0o022)
+    try:
+        monkeypatch.setattr(os, "fsync", spy)
+        assert cli("init", "--client", "claude").rc == 0
+    finally:
+        os.umask(old)
+    holding = [mode for mode, has in seen if has]
+    assert len(holding) >= 2 and all(mode == 0o600 for mode in holding), seen  # the config and its backup
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    bak = path.with_name(".claude.json.open-memex.bak")
+    assert bak.read_text() == secret and stat.S_IMODE(bak.stat().st_mode) == 0o640
+
+
+# -- 6. and 7. a run killed mid-write leaves nothing behind for good -------------------------
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temp_files_of_dead_runs_are_removed_by_the_next_run(cli: Any) -> None:
+    """A kill -9 mid-write left ``..claude.json.open-memex-<pid>.tmp`` (a full copy of the
+    config, tokens included) beside the config for good."""
+    path = home() / ".claude.json"
+    path.write_text('{"a": 1}\n')
+    dead = _dead_pid()
+    stale = [home() / f"..claude.json.open-memex-{dead}.tmp",  # an earlier version's name
+             home() / f"..claude.json.open-memex-{dead}-0a1b2c3d.tmp",
+             home() / f"..claude.json.open-memex.bak.open-memex-{dead}-0a1b2c3d.tmp"]  # fmt: skip
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        busy = home() / f"..claude.json.open-memex-{live.pid}-0a1b2c3d.tmp"  # a run still writing
+        other = home() / f".notes.json.open-memex-{dead}-0a1b2c3d.tmp"  # beside another file: not this run's
+        for tmp in [*stale, busy, other]:
+            tmp.write_text("token")
+        assert cli("init", "--client", "claude").rc == 0
+        assert [tmp.exists() for tmp in stale] == [False] * 3
+        assert busy.exists() and other.exists()
+    finally:
+        live.kill()
+        live.wait()
+    again = home() / f"..claude.json.open-memex-{_dead_pid()}-00000000.tmp"
+    again.write_text("token")
+    assert cli("uninstall", "--client", "claude").rc == 0
+    assert not again.exists()
+
+
+_KILLED = r"""
+import os, signal, sys
+from pathlib import Path
+what = sys.argv[1]
+
+def kill_in(fd):
+    name = os.readlink(f"/proc/self/fd/{fd}")
+    return (".open-memex.bak" in name) if what == "backup" else name.endswith(".tmp") and ".bak" not in name
+
+real_write, real_fsync, real_sendfile = os.write, os.fsync, os.sendfile
+def write(fd, data):
+    if kill_in(fd):
+        real_write(fd, bytes(data[: max(1, len(data) // 2)]))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_write(fd, data)
+def fsync(fd):
+    real_fsync(fd)
+    if kill_in(fd):
+        os.kill(os.getpid(), signal.SIGKILL)
+def sendfile(out_fd, in_fd, offset, count):  # what the backup's copy used: half of it, then the kill
+    if kill_in(out_fd):
+        real_sendfile(out_fd, in_fd, offset, max(1, os.fstat(in_fd).st_size // 2))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_sendfile(out_fd, in_fd, offset, count)
+os.write, os.sendfile = write, sendfile
+if what == "config":
+    os.fsync = fsync
+from openmemex.cli.app import main
+sys.argv = ["open-memex", "init", "--client", "claude"]
+main()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names an open file through /proc")
+@pytest.mark.parametrize("what", ["config", "backup"])
+def test_a_run_killed_mid_write_leaves_the_config_whole_and_nothing_stale(what: str) -> None:
+    """kill -9 mid-write: the config is intact, the backup is whole or absent (it was copied
+    in place: a truncated backup no later run replaced), and the next run leaves no
+    temporary file behind."""
+    path = home() / ".claude.json"
+    original = json.dumps({"projects": {f"/p/{i}": {"history": ["x" * 80] * 5} for i in range(800)}}, indent=2) + "\n"
+    path.write_text(original)
+    path.chmod(0o600)
+    proc = subprocess.run([sys.executable, "-c", _KILLED, what], capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert path.read_text() == original
+    bak = home() / ".claude.json.open-memex.bak"
+    assert not bak.exists() or bak.read_text() == original
+    assert run_process("init", "--client", "claude").rc == 0
+    assert bak.read_text() == original
+    assert run_process("uninstall", "--client", "claude", "--yes").rc == 0
+    assert path.read_text() == original
+    assert not [p.name for p in home().iterdir() if p.name.endswith(".tmp")]
 
 
 # -- 8. a data root reached through a symlink is one data root ------------------------------
@@ -120,3 +322,16 @@ def test_copilot_instructions_come_back_byte_for_byte(cli: Any, text: str | None
         assert not path.exists()
     else:
         assert path.read_bytes() == text.encode()
+
+
+# -- a read-only config ------------------------------------------------------------------------
+
+
+def test_a_read_only_config_is_rewritten_and_said_so(cli: Any) -> None:
+    path = home() / ".claude.json"
+    path.write_text('{"a": 1}\n')
+    path.chmod(0o444)
+    result = cli("init", "--client", "claude", "--json")
+    (mcp,) = _actions(result, "mcp")
+    assert mcp["action"] == "added" and "read-only" in mcp["detail"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444

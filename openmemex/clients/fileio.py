@@ -3,20 +3,32 @@
 Editors rewrite their own configs while running (Claude Code rewrites ``~/.claude.json``
 many times a session), so a write re-reads the file just before replacing it and starts
 over when it changed in between; nothing the editor wrote in the meantime is lost.
+
+A config may hold tokens (``"env": {"GITHUB_TOKEN": …}``): its temporary copy and its
+backup are created exclusively, readable by the owner only while the bytes go in, and get
+the file's own mode just before the rename. A temporary file a killed run left behind is
+removed by the next run that edits the file beside it. A project's files are confined to
+the repository: a symlink a cloned repository ships (the file, a folder above it, the name
+of its backup) never makes init write outside it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+import re
 import stat
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 BACKUP_SUFFIX = ".open-memex.bak"
 RETRIES = 5
+TMP_MARK = ".open-memex-"  # .<name>.open-memex-<pid>-<hex>.tmp beside the file
+STALE_TMP_S = 600.0  # a temporary file this old is garbage even if its pid was reused (as store.py)
+_TMP = re.compile(r"^\.(?P<name>.+)\.open-memex-(?P<pid>[0-9]+)(?:-[0-9a-f]+)?\.tmp$")
 
 
 class Changed(Exception):
@@ -59,12 +71,37 @@ def read(path: Path) -> Snapshot:
         return Snapshot(path, None)
 
 
-def update(path: Path, decide: Callable[[Snapshot], str | None]) -> tuple[Snapshot, str | None]:
+def confine(path: Path, root: Path) -> None:
+    """Refuse a project file that a symlink leads out of the repository ``root``: the file,
+    a folder above it, or the name of its backup. A cloned repository shipping
+    ``.mcp.json.open-memex.bak -> ~/.bash_profile`` or ``.cursor/mcp.json -> ~/x`` made init
+    write into the user's home. A link that stays inside the repository is followed; the
+    user's own (user-level) configs may link anywhere, and are never confined."""
+    top = os.path.realpath(root)
+    real = os.path.realpath(path)
+    backup_name = os.path.basename(real) + BACKUP_SUFFIX
+    for what, where in (("a symlink leads it", real), (f"{backup_name} beside it is a symlink",
+                                                     os.path.realpath(real + BACKUP_SUFFIX))):  # fmt: skip
+        try:
+            inside = os.path.commonpath([top, where]) == top
+        except ValueError:  # another drive
+            inside = False
+        if not inside:
+            raise OSError(f"{what} out of the repository (to {where}) — open-memex writes a project's files only "
+                          "inside it; left alone")  # fmt: skip
+
+
+def update(path: Path, decide: Callable[[Snapshot], str | None], *,
+           within: Path | None = None) -> tuple[Snapshot, str | None]:  # fmt: skip
     """Read ``path``, ask ``decide`` for the new text (None: leave it), write it atomically.
 
     Returns the snapshot decided on and the text written. Retries when the file changes
-    under us; the last decision wins only if the file held still for it.
+    under us; the last decision wins only if the file held still for it. ``within``: the
+    repository a project file must stay in (``confine``).
     """
+    if within is not None:
+        confine(path, within)
+    sweep(real_path(path))
     for _ in range(RETRIES):
         snap = read(path)
         new = decide(snap)
@@ -96,42 +133,91 @@ def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
         raise OSError(f"{path} holds text that cannot be written back as UTF-8 (a lone surrogate escape) — "
                       "left untouched; edit it by hand") from None  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep(path)
     mode = _mode(path)
-    owner = _owner(path)
-    tmp = path.with_name(f".{path.name}.open-memex-{os.getpid()}.tmp")
+    tmp = _temp_file(path, data, mode, _owner(path))
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        if owner is not None and hasattr(os, "chown"):
-            # run as root (sudo -E, a container) on a user's file: the user's agent must
-            # still be able to read its own config
-            with contextlib.suppress(OSError):
-                os.chown(tmp, *owner)
         if read(path).data != snap.data:
             raise Changed
         if keep_backup and snap.data and snap.data.strip():
-            backup(path)
+            backup(path, snap.data, mode)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
 
 
-def backup(path: Path) -> Path | None:
-    """Copy ``path`` to its one-time backup unless that exists; the backup path or None."""
+def _temp_file(path: Path, data: bytes, mode: int | None, owner: tuple[int, int] | None) -> Path:
+    """A new file beside ``path`` holding ``data``, ready to be renamed over it. Created
+    exclusively (never through a link planted under its name) with a name no other run
+    uses, and 0600 while a copy of an existing file goes in (it may hold tokens; a 0644
+    temp file was world-readable until the chmod); then ``mode``, the file's own, and its
+    owner when init runs as root on a user's file. A new file holds only ours: it gets
+    the umask's default, as a file opened for writing does."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(RETRIES):
+        tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o600 if mode is not None else 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(f"could not create a temporary file beside {path}")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            if owner is not None and hasattr(os, "fchown"):
+                # the user's agent must still be able to read its own config
+                with contextlib.suppress(OSError):
+                    os.fchown(fd, *owner)
+            if mode is not None:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, mode)
+                else:  # pragma: no cover - Windows
+                    os.chmod(tmp, mode)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return tmp
+
+
+def backup(path: Path, data: bytes | None = None, mode: int | None = None) -> Path | None:
+    """Keep ``data`` (else what ``path`` holds) as the one-time backup unless one is there;
+    the backup path or None. Whatever is at the backup's name counts as there — a
+    dangling symlink too, which the copy used to follow — and the copy is whole or absent:
+    it goes in under a temporary name and is linked to its own name only once complete (a
+    kill mid-copy left a truncated backup no later run replaced)."""
     target = path.with_name(path.name + BACKUP_SUFFIX)
-    if target.exists():
+    if os.path.lexists(target):
         return None
-    shutil.copy2(path, target)
+    if data is None:
+        data = path.read_bytes()
+    tmp = _temp_file(target, data, _mode(path) if mode is None else mode, _owner(path))
+    try:
+        try:
+            os.link(tmp, target)  # fails on anything at the name, and never follows it
+        except FileExistsError:
+            return None
+        except OSError:  # a filesystem without hard links
+            if os.path.lexists(target):
+                return None
+            os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
     return target
 
 
 def remove(snap: Snapshot) -> None:
     """Delete ``snap.path`` if it still holds what we read."""
+    sweep(snap.path)
     if read(snap.path).data != snap.data:
         raise Changed
     snap.path.unlink()
@@ -155,6 +241,50 @@ def prune_empty_parents(path: Path) -> None:
         folder = folder.parent
 
 
+def sweep(path: Path) -> None:
+    """Remove the temporary files of ours beside ``path`` (its own and its backup's) that a
+    killed run left behind: a full copy of the config, tokens included, that nothing else
+    would ever remove. One is stale when its process is gone, or when it is older than any
+    write takes (its pid reused). A live process's is left; should another pid namespace's
+    run lose one, its rename fails and it says so."""
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    mine = {path.name, path.name + BACKUP_SUFFIX}
+    now = time.time()
+    for name in names:
+        match = _TMP.match(name)
+        if match is None or match.group("name") not in mine:
+            continue
+        stale = path.with_name(name)
+        try:
+            st = stale.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and (not _alive(int(match.group("pid"))) or now - st.st_mtime > STALE_TMP_S):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid() or sys.platform == "win32":  # os.kill(pid, 0) is no probe on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # someone else's process, or a platform that cannot tell: keep its file
+    return True
+
+
+def read_only(path: Path) -> bool:
+    """Whether the file lacks its owner's write bit (rewritten anyway, by rename: init says so)."""
+    mode = _mode(path)
+    return mode is not None and not mode & stat.S_IWUSR
+
+
 def through_link(path: Path) -> bool:
     """Whether ``path`` is a symlink, or sits in a symlinked folder below the home folder
     (a dotfiles manager links a file or a whole folder): deleting what it reaches would
@@ -170,7 +300,7 @@ def through_link(path: Path) -> bool:
 
 
 def has_backup(path: Path) -> bool:
-    return real_path(path).with_name(real_path(path).name + BACKUP_SUFFIX).exists()
+    return os.path.lexists(real_path(path).with_name(real_path(path).name + BACKUP_SUFFIX))
 
 
 def _owner(path: Path) -> tuple[int, int] | None:

@@ -111,11 +111,11 @@ def _wire(client: Client, entry: ServerEntry, level: str, project: Path, force: 
         return verdicts[-1].text
 
     try:
-        snap, written = fileio.update(path, decide)
+        snap, written = fileio.update(path, decide, within=project if level == "project" else None)
     except OSError as exc:
         return Action(client.id, "mcp", path, "failed", _why(exc), level)
     verdict = verdicts[-1]
-    detail = verdict.detail
+    detail = verdict.detail + _read_only(snap, written)
     if verdict.action in ("added", "updated") and level == "project" and client.project_note:
         detail += f" ({client.project_note})"
     action = Action(client.id, "mcp", path, verdict.action, detail, level, receipt=_written(verdict, snap, written),
@@ -144,7 +144,7 @@ def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
     except OSError as exc:
         return Action(client_id, "hooks", path, "failed", _why(exc))
     verdict = verdicts[-1]
-    detail = verdict.detail
+    detail = verdict.detail + _read_only(snap, written)
     disabled = hookconf.codex_hooks_disabled() if client_id == "codex" else None
     if disabled:
         detail = f"{detail}; {disabled}"
@@ -155,6 +155,12 @@ def _hooks(client_id: str, entry: ServerEntry, force: bool) -> Action:
     if verdict.action == "manual":
         action.snippet = json.dumps(hookconf.merged(entry), indent=2, ensure_ascii=False)
     return action
+
+
+def _read_only(snap: fileio.Snapshot, written: str | None) -> str:
+    """A file without its owner's write bit is rewritten all the same (the rename needs only
+    the folder's permission) and keeps its mode: the report says so."""
+    return " (the file is read-only: rewritten all the same, its mode kept)" if written and fileio.read_only(snap.path) else ""
 
 
 def _written(verdict: wiring.Verdict, snap: fileio.Snapshot, written: str | None) -> Receipt | None:
@@ -218,7 +224,7 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path,
             path = client.path(level, project)
             if path is not None and fileio.real_path(path).exists():
                 shared = any(other is not client and other.path(level, project) == path for other in CLIENTS)
-                actions.append(_unwire(client, path, level, files, shared=shared))
+                actions.append(_unwire(client, path, level, files, shared=shared, project=project))
     if "user" in levels:
         for client in clients:
             if client.id in hookconf.HOOK_CLIENTS and fileio.real_path(hookconf.hooks_path(client.id)).exists():
@@ -265,13 +271,15 @@ def _still_used(roots: list[str]) -> str:
             "uninstall with that OPEN_MEMEX_HOME to remove it")  # fmt: skip
 
 
-def _unwire(client: Client, path: Path, level: str, files: dict[str, Any], *, shared: bool) -> Action:
+def _unwire(client: Client, path: Path, level: str, files: dict[str, Any], *, shared: bool,
+            project: Path) -> Action:  # fmt: skip
     entry = server_entry()
     part = receipt.part(client.id, "mcp")
     found = receipt.lookup(files, path, part)
     action = _strip(client.id, "mcp", path, level,
                     lambda text, backup: wiring.remove(client, text, entry=entry, receipt=found, had_backup=backup,
-                                                       shared=shared))  # fmt: skip
+                                                       shared=shared),
+                    within=project if level == "project" else None)  # fmt: skip
     _settle(files, path, part, action)
     return action
 
@@ -298,12 +306,19 @@ def _settle(files: dict[str, Any], path: Path, part: str, action: Action) -> Non
         receipt.settle(files, path, part, whole=not text.removeprefix("\ufeff").strip())  # gone, or blank again
 
 
-def _strip(client_id: str, kind: str, path: Path, level: str,
-           remove: Callable[[str, bool], wiring.Verdict]) -> Action:  # fmt: skip
+def _strip(client_id: str, kind: str, path: Path, level: str, remove: Callable[[str, bool], wiring.Verdict], *,
+           within: Path | None = None) -> Action:  # fmt: skip
     """Take our part out of one file (``remove`` decides on its text), re-reading it when the
     editor writes it meanwhile; a file init created that holds nothing else now goes —
     unless it is reached through a symlink: then it is the user's dotfile (deleting it left
-    a dangling link, and pruning emptied the dotfiles folders), so it stays, without ours."""
+    a dangling link, and pruning emptied the dotfiles folders), so it stays, without ours.
+    ``within``: the repository a project file must not lead out of (``fileio.confine``)."""
+    try:
+        if within is not None:
+            fileio.confine(path, within)
+    except OSError as exc:
+        return Action(client_id, kind, path, "failed", _why(exc), level)
+    fileio.sweep(fileio.real_path(path))
     had_backup = fileio.has_backup(path)
     verdict = wiring.Verdict("absent")
     for _ in range(fileio.RETRIES):
@@ -346,6 +361,7 @@ def _remove_instructions(clients: list[Client], project: Path, files: dict[str, 
     part = receipt.part("copilot", "instructions")
     found = receipt.lookup(files, path, part)
     try:
+        fileio.sweep(fileio.real_path(path))
         snap = fileio.read(path)
         verb, new = extras.remove_instructions(snap.text)
         if verb == "removed" and new is not None and not new.strip():
