@@ -481,8 +481,10 @@ def test_a_file_that_cannot_be_written_is_one_failed_line(cli: Any, tmp_path: Pa
     blocked = tmp_path / "blocked"
     blocked.write_text("")
     monkeypatch.setenv("OPEN_MEMEX_HOME", str(blocked / "data"))
-    result = cli("init", "--client", "claude")
-    assert result.rc == 1 and "failed   -             first-run marker" in result.out
+    before = (home() / ".claude.json").read_bytes()
+    result = cli("init", "--client", "claude", "--force")  # the data root cannot hold the record: nothing is touched
+    assert result.rc == 1 and result.out == "" and "nothing was changed" in result.err
+    assert (home() / ".claude.json").read_bytes() == before
 
 
 # -- hostile configs (review helper-22) ----------------------------------------------------

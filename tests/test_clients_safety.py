@@ -12,12 +12,14 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openmemex.clients import doctor_checks
+from openmemex.locks import scope_lock
 from tests.clientcases import home, ours
 from tests.conftest import git, run_process
 
@@ -111,6 +113,140 @@ def test_a_backup_is_never_written_through_a_link(cli: Any) -> None:
     assert cli("init", "--client", "cursor").rc == 0
     assert ours("cursor", path)
     assert bak.is_symlink() and not (home() / "nowhere").exists()
+
+
+# -- 2. two inits at once lose nothing -----------------------------------------------------
+
+_DRIVER = r"""
+import contextlib, sys
+from pathlib import Path
+import openmemex.clients.marker as m
+flags = Path(sys.argv[1])
+read = m.read_files
+def read_files(*args, **kwargs):
+    (flags / "read").touch()
+    return read(*args, **kwargs)
+m.read_files = read_files
+if hasattr(m, "locked"):
+    locked = m.locked
+    @contextlib.contextmanager
+    def announced():
+        (flags / "locking").touch()
+        with locked():
+            yield
+    m.locked = announced
+from openmemex.cli.app import main
+sys.argv = ["open-memex", *sys.argv[2:]]
+main()
+"""
+
+
+def test_init_merges_its_record_under_the_lock(tmp_path: Path, data_root: Path) -> None:
+    """Another init writes the record between this one's read and write: its part must
+    survive. (The record was read, merged and written back without a lock: one init's
+    part was lost, and uninstall could no longer give that file back.)"""
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    data_root.mkdir()
+    record = {"version": "0", "at": "x", "clients": ["cursor"], "declined": False,
+              "files": {str(home() / ".cursor" / "mcp.json"): {"existed": True, "blank": None, "filled": [],
+                                                              "parts": {"cursor mcp": [["mcpServers"]]}}}}  # fmt: skip
+    with scope_lock(data_root, ["init"]):
+        proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(flags), "init", "--client", "windsurf"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        while not ((flags / "read").exists() or (flags / "locking").exists()):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        (data_root / ".init.json").write_text(json.dumps(record))  # the other init's record
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    marker = json.loads((data_root / ".init.json").read_text())
+    assert marker["clients"] == ["cursor", "windsurf"]
+    assert set(marker["files"]) == {str(home() / ".cursor" / "mcp.json"),
+                                    str(home() / ".codeium" / "windsurf" / "mcp_config.json")}  # fmt: skip
+
+
+def test_concurrent_inits_record_everything_and_uninstall_gives_it_all_back(data_root: Path) -> None:
+    clients = ["claude", "codex", "cursor", "vscode", "opencode", "windsurf", "zed", "visualstudio"]
+    original = b'{\n  "theme": 1\n}\n'
+    for name in (".cursor/mcp.json", ".config/Code/User/mcp.json", ".codeium/windsurf/mcp_config.json", ".mcp.json"):
+        (home() / name).parent.mkdir(parents=True, exist_ok=True)
+        (home() / name).write_bytes(original)
+    before = _tree(home())
+    procs = [subprocess.Popen([sys.executable, "-c", "from openmemex.cli.app import main; main()", "init", "--client",
+                               client, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for client in clients]  # fmt: skip
+    results = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * len(clients), results
+    marker = json.loads((data_root / ".init.json").read_text())
+    assert sorted(marker["clients"]) == sorted(clients)
+    assert not [name for name in os.listdir(data_root) if name.endswith(".tmp")]
+    assert run_process("uninstall", "--yes").rc == 0
+    after = {name: data for name, data in _tree(home()).items() if not name.endswith(".open-memex.bak")}
+    assert after == before
+
+
+# -- 3. uninstall removes only the folders init created -------------------------------------
+
+
+def test_uninstall_keeps_the_empty_folders_that_were_there_before_init(cli: Any) -> None:
+    """An agent's installer leaves ``~/.codex`` or ``~/.claude/skills`` empty: uninstall took
+    them for folders init had made."""
+    for folder in (".claude/skills", ".codex", ".cursor", ".agents/skills", ".config/opencode"):
+        (home() / folder).mkdir(parents=True)
+    before = _tree(home())
+    assert cli("init", "--client", "claude", "--client", "codex", "--client", "cursor", "--client", "opencode").rc == 0
+    assert (home() / ".cursor" / "skills").is_dir()  # made by init
+    assert cli("uninstall", "--yes").rc == 0
+    assert _tree(home()) == before
+
+
+def test_without_a_record_of_folders_uninstall_removes_none(cli: Any, data_root: Path) -> None:
+    assert cli("init", "--client", "windsurf", "--client", "cursor").rc == 0
+    marker = json.loads((data_root / ".init.json").read_text())
+    assert str(home() / ".codeium" / "windsurf") in marker["folders"]
+    del marker["folders"]  # an earlier version's record
+    (data_root / ".init.json").write_text(json.dumps(marker))
+    assert cli("uninstall", "--yes").rc == 0
+    assert not (home() / ".codeium" / "windsurf" / "mcp_config.json").exists()
+    assert (home() / ".codeium" / "windsurf").is_dir() and (home() / ".cursor" / "skills").is_dir()
+
+
+# -- 4. an unwritable data root: nothing is touched -----------------------------------------
+
+
+@pytest.mark.parametrize("blocked", ["data root under a file", "record is a folder"])
+def test_an_unwritable_record_stops_init_before_any_file_is_touched(cli: Any, tmp_path: Path, blocked: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """init edited every agent's config, then could not write the record of what it had
+    changed: a later uninstall could not give the files back."""
+    (home() / ".claude.json").write_text('{\n  "numStartups": 3\n}\n')
+    if blocked == "data root under a file":
+        (tmp_path / "file").write_text("")
+        monkeypatch.setenv("OPEN_MEMEX_HOME", str(tmp_path / "file" / "data"))
+    else:
+        (tmp_path / "data" / ".init.json").mkdir(parents=True)
+    before = _tree(home())
+    result = cli("init", "--client", "claude", "--client", "codex", "--client", "cursor")
+    assert result.rc == 1 and result.out == ""
+    assert result.err.startswith("open-memex: error: cannot write ") and "nothing was changed" in result.err
+    assert result.err.count("\n") == 1
+    assert _tree(home()) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+                    reason="needs root and setpriv to drop the override of file modes")  # fmt: skip
+def test_a_read_only_data_root_stops_init_before_any_file_is_touched(tmp_path: Path) -> None:
+    (home() / ".claude.json").write_text('{\n  "numStartups": 3\n}\n')
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    before = _tree(home())
+    proc = subprocess.run(["/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner",
+                           "--inh-caps=-all", sys.executable, "-c", "from openmemex.cli.app import main; main()",
+                           "init", "--client", "claude"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OPEN_MEMEX_HOME": str(tmp_path / "ro" / "data")})  # fmt: skip
+    assert proc.returncode == 1 and "nothing was changed" in proc.stderr, proc.stdout + proc.stderr
+    assert _tree(home()) == before
 
 
 # -- 5. temporary files and backups are never readable by others ----------------------------

@@ -52,7 +52,7 @@ def init(*, client: Clients = None, project: Flag = False, global_: Global = Fal
     json
         Print one JSON document of the actions.
     """
-    from ..clients import marker, receipt, registry, setup
+    from ..clients import fileio, marker, receipt, registry, setup
     from ..errors import MemexError, UsageError
 
     if project and global_:
@@ -67,28 +67,35 @@ def init(*, client: Clients = None, project: Flag = False, global_: Global = Fal
             raise MemexError("found no coding agent on this machine — name one: open-memex init --client claude "
                              f"(clients: {', '.join(registry.CLIENT_IDS)})")  # fmt: skip
         if not yes and not _ask(chosen, "Wire open-memex into", "init"):
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, MemexError):
                 marker.write_marker([], declined=True)
             note("nothing changed; the tip will not be shown again — run `open-memex init` any time")
             return 0
-    actions = setup.init(chosen, level=level, project=root, force=force)
-    failed = any(a.action == "failed" for a in actions)
-    had = marker.read_files()
-    files = dict(had)
-    for action in actions:
-        if action.receipt is not None and action.path is not None:
-            receipt.note(files, action.path, action.part, action.receipt)
-            for other in action.adopt:  # what that data root's init made here is this one's to undo now
-                receipt.adopt(files, action.path, action.part, marker.read_files(Path(other)))
-    if not failed or files != had:  # what init changed is recorded even when a file failed
-        path = marker.marker_path()
-        existed = path.exists()
-        try:
-            if marker.write_marker([c.id for c in chosen], files=files):
-                actions.append(setup.Action("", "marker", path, "updated" if existed else "added"))
-        except OSError as exc:
-            failed = True
-            actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
+    # the record of what init changes must be writable before any other program's file is
+    # touched, and is read, merged and written back under the lock (two inits at once)
+    marker.check_writable()
+    with marker.locked():
+        with fileio.noting_folders() as made:
+            actions = setup.init(chosen, level=level, project=root, force=force)
+        failed = any(a.action == "failed" for a in actions)
+        had = marker.read_files()
+        files = dict(had)
+        had_folders = marker.read_folders()
+        folders = (had_folders or set()) | {str(folder) for folder in made} if made else had_folders
+        for action in actions:
+            if action.receipt is not None and action.path is not None:
+                receipt.note(files, action.path, action.part, action.receipt)
+                for other in action.adopt:  # what that data root's init made here is this one's to undo now
+                    receipt.adopt(files, action.path, action.part, marker.read_files(Path(other)))
+        if not failed or files != had or made:  # what init changed is recorded even when a file failed
+            path = marker.marker_path()
+            existed = path.exists()
+            try:
+                if marker.write_marker([c.id for c in chosen], files=files, folders=folders):
+                    actions.append(setup.Action("", "marker", path, "updated" if existed else "added"))
+            except OSError as exc:
+                failed = True
+                actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
     if json:
         emit_json({"command": "init", "level": level, "clients": [c.id for c in chosen],
                    "actions": [a.to_json() for a in actions], "ok": not failed, "next_step": NEXT_STEP})  # fmt: skip
@@ -106,7 +113,7 @@ def uninstall(*, client: Clients = None, project: Flag = False, global_: Global 
 
     Takes the open-memex entry init writes for this data root (and a legacy my-o-memory
     one) out of each client's config, and only what init added with it: an entry init
-    called different stays, and so do sections and files that were there before init.
+    called different stays, and so do sections, files and folders that were there before init.
     Removes the skill init installed (not one you changed) and the Copilot memory section.
     Without --project or --global it cleans both levels. Without --client it cleans every
     client that has something of ours, and asks once on a terminal.
@@ -138,20 +145,27 @@ def uninstall(*, client: Clients = None, project: Flag = False, global_: Global 
         if chosen and not yes and not _ask(chosen, "Remove open-memex from", "uninstall"):
             note("nothing changed")
             return 0
-    files = marker.read_files()
-    actions = setup.uninstall(chosen, levels=levels, project=root, files=files)
-    failed = any(a.action == "failed" for a in actions)
-    left = any(a.action == "manual" for a in actions)  # ours may still be in a file we could not edit
-    path = marker.marker_path()
-    try:
-        if not (failed or left) and "user" in levels and not setup.wired_clients(root):
-            if marker.remove_marker():
-                actions.append(setup.Action("", "marker", path, "removed"))
-        else:
-            marker.save_files(files)
-    except OSError as exc:
-        failed = True
-        actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
+    # with a record to settle, it must be writable before any file is touched (as for init),
+    # and it is read and written back under the lock; without one there is nothing to lock
+    recorded = marker.marker_path().exists()
+    if recorded:
+        marker.check_writable()
+    with marker.locked() if recorded else contextlib.nullcontext():
+        files = marker.read_files()
+        folders = marker.read_folders()
+        actions = setup.uninstall(chosen, levels=levels, project=root, files=files, folders=folders)
+        failed = any(a.action == "failed" for a in actions)
+        left = any(a.action == "manual" for a in actions)  # ours may still be in a file we could not edit
+        path = marker.marker_path()
+        try:
+            if not (failed or left) and "user" in levels and not setup.wired_clients(root):
+                if marker.remove_marker():
+                    actions.append(setup.Action("", "marker", path, "removed"))
+            else:
+                marker.save_files(files, None if folders is None else {f for f in folders if Path(f).is_dir()})
+        except OSError as exc:
+            failed = True
+            actions.append(setup.Action("", "marker", path, "failed", f"{exc.strerror or exc} — check the data root"))
     if json:
         emit_json({"command": "uninstall", "levels": levels, "clients": [c.id for c in chosen],
                    "actions": [a.to_json() for a in actions], "ok": not failed})  # fmt: skip

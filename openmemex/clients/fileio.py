@@ -20,7 +20,7 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,7 @@ RETRIES = 5
 TMP_MARK = ".open-memex-"  # .<name>.open-memex-<pid>-<hex>.tmp beside the file
 STALE_TMP_S = 600.0  # a temporary file this old is garbage even if its pid was reused (as store.py)
 _TMP = re.compile(r"^\.(?P<name>.+)\.open-memex-(?P<pid>[0-9]+)(?:-[0-9a-f]+)?\.tmp$")
+_made: list[list[Path]] = []  # the folder collectors open in this process (noting_folders)
 
 
 class Changed(Exception):
@@ -132,7 +133,7 @@ def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
     except UnicodeEncodeError:  # a lone surrogate escape in the file (a string cut mid-emoji)
         raise OSError(f"{path} holds text that cannot be written back as UTF-8 (a lone surrogate escape) — "
                       "left untouched; edit it by hand") from None  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(path.parent)
     sweep(path)
     mode = _mode(path)
     tmp = _temp_file(path, data, mode, _owner(path))
@@ -141,6 +142,19 @@ def write(snap: Snapshot, text: str, *, keep_backup: bool = True) -> None:
             raise Changed
         if keep_backup and snap.data and snap.data.strip():
             backup(path, snap.data, mode)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def replace(path: Path, data: bytes) -> None:
+    """Write ``path`` whole (temp file, then rename), keeping its mode: for files only we
+    write (the first-run marker), with no backup and no check of what it held."""
+    make_folders(path.parent)
+    sweep(path)
+    tmp = _temp_file(path, data, _mode(path), None)
+    try:
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -223,22 +237,58 @@ def remove(snap: Snapshot) -> None:
     snap.path.unlink()
 
 
-def prune_empty_parents(path: Path) -> None:
-    """After deleting a user-level config that held only ours: the client's own folders
-    above it that are now empty go too (init made them; left behind, a later init would take
-    an empty ``~/.cursor`` for an installed Cursor). Never the home folder, nor the shared
-    ones above a client's (``~/.config``, ``APPDATA`` …); a folder with anything in it stays."""
+def prune_empty_parents(path: Path, made: set[str] | None) -> None:
+    """After deleting a user-level file that held only ours: the folders above it that init
+    created (``made``, its record) and that are now empty go too — left behind, a later init
+    would take an empty ``~/.cursor`` for an installed Cursor. A folder that was there before
+    init stays, empty or not (an agent's installer makes ``~/.codex``), and so does every
+    folder above it; without a record (an earlier version's init) none goes. Never the home
+    folder, nor the shared ones above a client's (``~/.config``, ``APPDATA`` …). A folder
+    removed is dropped from ``made``."""
+    if not made:
+        return
     home = Path.home().absolute()
     shared = {home, home / ".config", home / "Library", home / "Library" / "Application Support",
               *(Path(os.environ[v]).absolute() for v in ("XDG_CONFIG_HOME", "APPDATA", "LOCALAPPDATA")
                 if os.environ.get(v))}  # fmt: skip
     folder = path.parent.absolute()
-    while folder not in shared and home in folder.parents:
+    while str(folder) in made and folder not in shared and home in folder.parents:
         try:
             folder.rmdir()
+        except FileNotFoundError:
+            pass
         except OSError:
             return
+        made.discard(str(folder))
         folder = folder.parent
+
+
+def make_folders(folder: Path) -> None:
+    """``mkdir -p``, noting each folder it creates for the open ``noting_folders`` collectors:
+    init records them, and uninstall removes only those."""
+    missing: list[Path] = []
+    here = folder.absolute()
+    while not os.path.lexists(here) and here.parent != here:
+        missing.append(here)
+        here = here.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir()
+        except FileExistsError:
+            continue  # another run made it meanwhile: not ours
+        for collector in _made:
+            collector.append(made)
+
+
+@contextlib.contextmanager
+def noting_folders() -> Iterator[list[Path]]:
+    """The folders ``make_folders`` creates while the block runs."""
+    made: list[Path] = []
+    _made.append(made)
+    try:
+        yield made
+    finally:
+        _made.remove(made)
 
 
 def sweep(path: Path) -> None:

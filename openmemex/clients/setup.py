@@ -212,11 +212,13 @@ def _instructions(clients: list[Client]) -> Action:
     return Action(ids, "instructions", path, verb, detail, receipt=found if written else None)
 
 
-def uninstall(clients: list[Client], *, levels: list[str], project: Path,
-              files: dict[str, Any] | None = None) -> list[Action]:  # fmt: skip
+def uninstall(clients: list[Client], *, levels: list[str], project: Path, files: dict[str, Any] | None = None,
+              folders: set[str] | None = None) -> list[Action]:  # fmt: skip
     """Take out what init wrote. ``files``: the marker's record of what init changed in
     each config (``receipt.py``); the records of files settled here are dropped from it.
-    A file without a record (an earlier version's init) is judged by its bytes."""
+    A file without a record (an earlier version's init) is judged by its bytes.
+    ``folders``: the folders init created, the only ones that may go once empty (None: the
+    record does not say; none goes); those removed are dropped from it."""
     files = {} if files is None else files
     actions: list[Action] = []
     for level in levels:
@@ -224,11 +226,11 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path,
             path = client.path(level, project)
             if path is not None and fileio.real_path(path).exists():
                 shared = any(other is not client and other.path(level, project) == path for other in CLIENTS)
-                actions.append(_unwire(client, path, level, files, shared=shared, project=project))
+                actions.append(_unwire(client, path, level, files, folders, shared=shared, project=project))
     if "user" in levels:
         for client in clients:
             if client.id in hookconf.HOOK_CLIENTS and fileio.real_path(hookconf.hooks_path(client.id)).exists():
-                actions.append(_unhook(client.id, files))
+                actions.append(_unhook(client.id, files, folders))
         for client in clients:
             if client.skills_dir is not None and (client.skills_dir() / extras.SKILL_NAME).exists():
                 folder = client.skills_dir() / extras.SKILL_NAME
@@ -239,12 +241,12 @@ def uninstall(clients: list[Client], *, levels: list[str], project: Path,
                 try:
                     verb, detail, folder = extras.remove_skill(client.skills_dir())
                     if verb == "removed":  # an empty skills folder left behind would fool detection
-                        fileio.prune_empty_parents(folder)
+                        fileio.prune_empty_parents(folder, folders)
                 except OSError as exc:
                     verb, detail = "failed", _why(exc)
                 actions.append(Action(client.id, "skill", folder, verb, detail))
         if any(client.copilot for client in clients) and instructions_path().exists():
-            actions.append(_remove_instructions(clients, project, files))
+            actions.append(_remove_instructions(clients, project, files, folders))
     return actions
 
 
@@ -271,26 +273,27 @@ def _still_used(roots: list[str]) -> str:
             "uninstall with that OPEN_MEMEX_HOME to remove it")  # fmt: skip
 
 
-def _unwire(client: Client, path: Path, level: str, files: dict[str, Any], *, shared: bool,
-            project: Path) -> Action:  # fmt: skip
+def _unwire(client: Client, path: Path, level: str, files: dict[str, Any], folders: set[str] | None, *,
+            shared: bool, project: Path) -> Action:  # fmt: skip
     entry = server_entry()
     part = receipt.part(client.id, "mcp")
     found = receipt.lookup(files, path, part)
     action = _strip(client.id, "mcp", path, level,
                     lambda text, backup: wiring.remove(client, text, entry=entry, receipt=found, had_backup=backup,
                                                        shared=shared),
-                    within=project if level == "project" else None)  # fmt: skip
+                    folders, within=project if level == "project" else None)  # fmt: skip
     _settle(files, path, part, action)
     return action
 
 
-def _unhook(client_id: str, files: dict[str, Any]) -> Action:
+def _unhook(client_id: str, files: dict[str, Any], folders: set[str] | None) -> Action:
     root = server_entry().env.get("OPEN_MEMEX_HOME")
     path = hookconf.hooks_path(client_id)
     part = receipt.part(client_id, "hooks")
     found = receipt.lookup(files, path, part)
     action = _strip(client_id, "hooks", path, "user",
-                    lambda text, backup: hookconf.remove(text, data_root=root, receipt=found, had_backup=backup))  # fmt: skip
+                    lambda text, backup: hookconf.remove(text, data_root=root, receipt=found, had_backup=backup),
+                    folders)  # fmt: skip
     if action.action == "removed" and found is not None and found.events is not None and hookconf.installed(client_id, root):
         receipt.put_none(files, path, part)  # ours that init did not put in are left: a later uninstall leaves them too
     else:
@@ -306,8 +309,8 @@ def _settle(files: dict[str, Any], path: Path, part: str, action: Action) -> Non
         receipt.settle(files, path, part, whole=not text.removeprefix("\ufeff").strip())  # gone, or blank again
 
 
-def _strip(client_id: str, kind: str, path: Path, level: str, remove: Callable[[str, bool], wiring.Verdict], *,
-           within: Path | None = None) -> Action:  # fmt: skip
+def _strip(client_id: str, kind: str, path: Path, level: str, remove: Callable[[str, bool], wiring.Verdict],
+           folders: set[str] | None, *, within: Path | None = None) -> Action:  # fmt: skip
     """Take our part out of one file (``remove`` decides on its text), re-reading it when the
     editor writes it meanwhile; a file init created that holds nothing else now goes —
     unless it is reached through a symlink: then it is the user's dotfile (deleting it left
@@ -333,7 +336,7 @@ def _strip(client_id: str, kind: str, path: Path, level: str, remove: Callable[[
                 fileio.remove(snap)
                 detail = " (the file held only ours: deleted)"
                 if level == "user":  # a project's folders are the project's, whatever is left in them
-                    fileio.prune_empty_parents(path)
+                    fileio.prune_empty_parents(path, folders)
             elif verdict.text is not None:
                 # the text before init back (blank), or a file init created: a .bak would hold only ours
                 ours_only = verdict.delete or not verdict.text.removeprefix("\ufeff").strip()
@@ -348,7 +351,8 @@ def _strip(client_id: str, kind: str, path: Path, level: str, remove: Callable[[
     return Action(client_id, kind, path, "failed", "the file kept changing while we wrote it — close the editor and run again", level)
 
 
-def _remove_instructions(clients: list[Client], project: Path, files: dict[str, Any]) -> Action:
+def _remove_instructions(clients: list[Client], project: Path, files: dict[str, Any],
+                         folders: set[str] | None) -> Action:  # fmt: skip
     """Cut our section out. What is left is written back byte for byte; a file left blank
     goes only when init created it (its record says so) — without a record (an earlier
     version's init), when nothing but whitespace is left."""
@@ -368,7 +372,7 @@ def _remove_instructions(clients: list[Client], project: Path, files: dict[str, 
             if found is None or not found.existed:
                 if not fileio.through_link(path):
                     fileio.remove(snap)
-                    fileio.prune_empty_parents(path)  # ~/.copilot, when init made it (the skills folder went already)
+                    fileio.prune_empty_parents(path, folders)  # ~/.copilot, when init made it (the skills folder went)
                     receipt.settle(files, path, part, whole=True)
                     return Action(ids, "instructions", path, "removed", "the file held only our section: deleted")
                 new = ""
