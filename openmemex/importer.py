@@ -248,7 +248,8 @@ def admit(ctx: Context, memory: Memory) -> list[str]:
     memory.body, memory.tags, memory.aliases = body, tags, aliases
 
     def scrub(value: object) -> object:
-        """Every text, however deep in lists and mappings (unknown fields, history notes)."""
+        """Every text, however deep in lists and mappings (unknown fields, history notes);
+        the reader refuses nesting deeper than ``memfile.MAX_YAML_DEPTH``, so this recursion is shallow."""
         if isinstance(value, str):
             cleaned = clean(ctx, value)
             masked.extend(r for r in cleaned.rules if r not in masked)

@@ -43,6 +43,12 @@ def _boundary() -> re.Pattern[str]:
 
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
+# How deep frontmatter collections may nest, the top-level mapping counting as 1. The model's
+# deepest field is review_history (mapping > list > mapping: 3); unknown fields get room to
+# spare. Deeper YAML is a broken file: libyaml's composer recurses on the C stack and a
+# 50,000-deep ``[[[…]]]`` (100 KB) kills the process, and our own walks over values
+# (scrub, deepcopy, ==) recurse in Python.
+MAX_YAML_DEPTH = 32
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]*)[ \t]*:(?:[ \t]|$)")
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/@+]*$")
 _NON_PRINTABLE_CLASS = "[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
@@ -173,18 +179,17 @@ def conflict_marker_line(body: str) -> int | None:
 
 
 def _load_yaml(fm_text: str) -> dict[str, Any]:
+    """Every reader's one way from frontmatter text to values. ``fastyaml`` reads only flat
+    lines and ``review_history`` (3 levels deep at most); anything else reaches libyaml
+    only once anchors and nesting deeper than MAX_YAML_DEPTH are ruled out."""
     fast = fastyaml.load(fm_text)  # the layout our writers emit, read without libyaml
     if fast is not None:
         return fast
     import yaml
 
-    if "&" in fm_text or "*" in fm_text:
-        try:
-            for event in yaml.parse(fm_text, Loader=_loader()):
-                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                    raise MemoryFileError("YAML anchors/aliases are not allowed in frontmatter")
-        except yaml.YAMLError as exc:
-            raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
+    anchors = "&" in fm_text or "*" in fm_text
+    if anchors or _nesting_bound(fm_text) > MAX_YAML_DEPTH:
+        _refuse_by_events(fm_text, anchors)
     try:
         meta = yaml.load(fm_text, Loader=_loader())
     except yaml.YAMLError as exc:
@@ -194,6 +199,62 @@ def _load_yaml(fm_text: str) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise MemoryFileError("frontmatter is not a mapping of fields")
     return meta
+
+
+def _refuse_by_events(fm_text: str, anchors: bool) -> None:
+    """Raise MemoryFileError for nesting deeper than MAX_YAML_DEPTH (and, with ``anchors``,
+    for an anchor or alias), read from libyaml's event stream: an iterative parse, which
+    stops at the first level too deep, where composing the nodes would recurse."""
+    import yaml
+
+    depth = 0
+    try:
+        for event in yaml.parse(fm_text, Loader=_loader()):
+            if anchors and (isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None)):
+                raise MemoryFileError("YAML anchors/aliases are not allowed in frontmatter")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    mark = event.start_mark
+                    where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
+                    raise MemoryFileError(f"YAML nested deeper than the {MAX_YAML_DEPTH}-level limit{where}")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
+
+
+@cache
+def _nesting_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Compiled on the first file libyaml reads, not at import (a warm read parses none):
+    the start of each line whose content may open a block collection past column 0 (its
+    indentation, with the BOM libyaml skips there, and the ``-``/``?``/``:`` indicators that
+    open it); one such indicator; the YAML line breaks other than LF (CR, NEL, LS, PS)."""
+    return (re.compile(r"\n(?=[ \t\ufeff?:-])(\ufeff?[ \t]*(?:[-?:][ \t]+)*)"), re.compile(r"[-?:][ \t]+"),
+            re.compile(r"\r\n?|[\x85\u2028\u2029]"))  # fmt: skip
+
+
+def _nesting_bound(fm_text: str) -> int:
+    """An upper bound on how deep the YAML's collections nest, from its characters alone:
+    a few C-speed scans (~2 µs, against ~125 µs for libyaml's load), so only an unusual file
+    is walked event by event. A flow collection needs its own ``[`` or ``{`` (and a ``[``
+    entry may hold one implicit ``a: b`` mapping); a block collection starts at a column
+    where a line's content may open, nested block collections sit at strictly increasing
+    columns, and a mapping may hold a sequence at its own column: two per column. Brackets
+    in quotes, indented text and comments only make the bound looser."""
+    flow = 2 * fm_text.count("[") + fm_text.count("{")
+    if flow > MAX_YAML_DEPTH:
+        return flow
+    line_lead, indicator, other_breaks = _nesting_patterns()
+    text = "\n" + fm_text  # the first line is a line too
+    if "\r" in text or "\x85" in text or "\u2028" in text or "\u2029" in text:
+        text = other_breaks.sub("\n", text)
+    columns = {0}  # every line that starts with anything else
+    for lead in set(line_lead.findall(text)):
+        start = len(lead) - len(lead.lstrip("\ufeff \t"))
+        columns.add(start)
+        columns.update(match.end() for match in indicator.finditer(lead, start))
+    return flow + 2 * len(columns)
 
 
 def _yaml_load(text: str) -> Any:
