@@ -256,8 +256,16 @@ def admit(ctx: Context, memory: Memory) -> list[str]:
             return cleaned.text
         if isinstance(value, list):
             return [scrub(v) for v in value]
-        if isinstance(value, dict):
-            return {k: scrub(v) for k, v in value.items()}
+        if isinstance(value, dict):  # keys too: YAML lets a token be a key
+            return {scrub(k) if isinstance(k, str) else k: scrub(v) for k, v in value.items()}
+        if isinstance(value, tuple):  # !!omap and !!pairs entries
+            return tuple(scrub(v) for v in value)
+        if isinstance(value, (set, frozenset)):  # !!set
+            return type(value)(scrub(v) for v in value)
+        if isinstance(value, bytes):  # !!binary: a text the scanner can read is scanned as text
+            text = value.decode("utf-8", "replace")
+            shown = scrub(text)
+            return value if shown == text else shown
         return value
 
     for name in ("alias", "target", "review_note", "proposed_by", "approved_by"):

@@ -376,6 +376,30 @@ def test_an_imported_project_memory_is_a_draft_and_every_nested_text_is_redacted
     assert "curl the installer" not in session_block(ctx).text
 
 
+@pytest.mark.parametrize("field", [
+    'x_omap: !!omap [{k: "{token}"}]',
+    'x_pairs: !!pairs [{k: "{token}"}, {k: b}]',
+    'x_set: !!set {{"{token}": null}}',
+    'x_key: {{"{token}": 1}}',
+    'x_bin: !!binary "{b64}"',
+])  # fmt: skip
+def test_a_secret_in_any_yaml_shape_is_masked_on_import(cli: Any, tmp_path: Path, field: str) -> None:
+    """YAML's other shapes load as tuples, sets, mapping keys and bytes: a token inside one
+    was written out unmasked (the scrub walked only list items and mapping values)."""
+    import base64
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    b64 = base64.b64encode(f"deploy with {token}".encode()).decode()
+    memory_id = new_ulid()
+    extra = field.replace("{{", "{").replace("}}", "}").replace("{token}", token).replace("{b64}", b64) + "\n"
+    path, _ = honest(tmp_path / "b.tar.gz", [("personal", memory_id, personal_text(memory_id, "tea without sugar",
+                                                                                   extra=extra))])  # fmt: skip
+    result = cli("import", str(path))
+    assert result.rc == 0, result.out + result.err
+    written = (Context.load().personal_dir / f"{memory_id}.md").read_text()
+    assert token not in written and b64 not in written and "ghp_" in written, written
+
+
 def test_a_replacement_whose_text_is_here_under_another_id_is_still_imported(cli: Any, tmp_path: Path) -> None:
     """A bundle's chain V → M where M's text already exists here as M': skipping M as a
     duplicate left V superseded by nothing (the old fact back in search, doctor failing)."""
