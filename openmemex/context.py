@@ -64,10 +64,24 @@ class Context:
 
     @property
     def repo_dir(self) -> Path | None:
-        """``<work tree>/<memoryDir>`` when inside a git repository (read-only for the core)."""
+        """``<work tree>/<memoryDir>`` when inside a git repository (read-only for the core).
+        None, said once, when the work tree's path is not UTF-8 (``caf\xe9`` in latin-1): the
+        index keeps paths as UTF-8 text, so that folder's memories cannot be indexed, while the
+        personal ones and the project's outbox (in the data root) still work."""
         if self.project.repo is None:
             return None
-        return self.project.root / self.config.memory_dir
+        folder = self.project.root / self.config.memory_dir
+        try:
+            str(folder).encode("utf-8")
+        except UnicodeEncodeError:
+            if "repo path" not in self.told:
+                self.told.add("repo path")
+                shown = os.fsencode(self.project.root).decode("utf-8", "backslashreplace")
+                self.warn(f"the repository's path {shown} is not UTF-8, so its shared "
+                          f"memories ({self.config.memory_dir}) are left out — rename the folder, or work in it "
+                          "through a symbolic link whose path is UTF-8")  # fmt: skip
+            return None
+        return folder
 
     def folder_for_key(self, key: str) -> Folder:
         location = "personal" if key == PERSONAL_KEY else "outbox"

@@ -40,8 +40,19 @@ def sanitize_name(name: str) -> str:
     return cleaned or "project"
 
 
+def seed_bytes(seed: str) -> bytes:
+    """The seed as hashed: UTF-8, the bytes every existing key was made from. A folder name
+    that is not UTF-8 (``caf\xe9`` in latin-1) reaches us with lone surrogates (Python's
+    surrogateescape): those stand for the name's own bytes again, as ``os.fsencode`` gives
+    them; any other lone surrogate (a hook's JSON ``cwd``, a Windows name) is kept as is."""
+    try:
+        return seed.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return seed.encode("utf-8", "surrogatepass")
+
+
 def key_from_seed(seed: str, name: str) -> str:
-    digest = hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
+    digest = hashlib.sha256(seed_bytes(seed)).hexdigest()[:12]
     return f"project__{sanitize_name(name)}__{digest}"
 
 
@@ -56,9 +67,20 @@ def scope_for_remote(url: str) -> tuple[str, str, str]:
 def scope_for_folder(folder: Path) -> tuple[str, str, str]:
     resolved = str(folder.absolute())
     parts = [p for p in re.split(r"[\\/]+", resolved) if p and not re.fullmatch(r"[A-Za-z]:", p)]
-    name = parts[-1] if parts else "workspace"
+    # a name that is not UTF-8 is shown and stored with U+FFFD (its key is the same: both
+    # sanitize to "-"); the seed keeps the path's own bytes (``seed_bytes``)
+    name = displayable(parts[-1]) if parts else "workspace"
     seed = resolved.lower()
     return key_from_seed(seed, name), name, seed
+
+
+def displayable(name: str) -> str:
+    """``name`` as it can be shown and stored as UTF-8: undecodable bytes become U+FFFD."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return seed_bytes(name).decode("utf-8", "replace")
+    return name
 
 
 def resolve_project(cwd: Path) -> ProjectScope:

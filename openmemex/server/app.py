@@ -144,7 +144,9 @@ def build(session: Session, drafts: int | None = None) -> Any:
         drafts = _count_drafts(session)
     try:
         here = Context.load(cwd=session.cwd)
-        where = f"{here.project.name} ({here.project.root})"
+        from ..scope import displayable
+
+        where = f"{here.project.name} ({displayable(str(here.project.root))})"  # a latin-1 path: JSON must encode it
     except MemexError as exc:  # a broken config.json: the server still starts and each call says why
         log.warning("%s", exc)
         where = ""
