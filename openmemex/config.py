@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import MemexError, UsageError
 from .jsonc import strip_jsonc
 from .paths import DEFAULT_MEMORY_DIR
+
+BOM = "\ufeff"  # Notepad's "UTF-8 with BOM": read past, and kept by `config set`
 
 if TYPE_CHECKING:
     from .redact.user import UserRules
@@ -232,7 +236,7 @@ def load_config(path: Path, warn: Callable[[str], None] | None = None) -> Config
         _warn(f"config file {path} is not a file (a folder, or a link to nothing); using the defaults")
     if exists:
         try:
-            text = path.read_text("utf-8")
+            text = path.read_text("utf-8").removeprefix(BOM)
             parsed = json.loads(strip_jsonc(text)) if text.strip() else {}
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: a 5,000-digit number
             raise MemexError(f"config file {path} is not valid JSON ({exc}); fix or delete it") from None
@@ -312,9 +316,12 @@ def set_value(path: Path, key: str, raw_value: str) -> Any:
 
 def _write_value(path: Path, key: str, value: Any) -> Any:
     current: dict[str, Any] = {}
+    bom = False
     if path.is_file():
         try:
             text = path.read_text("utf-8")
+            bom = text.startswith(BOM)
+            text = text.removeprefix(BOM)
             loaded = json.loads(strip_jsonc(text)) if text.strip() else {}
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise MemexError(f"config file {path} is not valid JSON ({exc}); fix or delete it first") from None
@@ -330,10 +337,34 @@ def _write_value(path: Path, key: str, value: Any) -> Any:
             node[part] = child
         node = child
     node[parts[-1]] = value
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _replace(path, (BOM if bom else "") + json.dumps(current, indent=2, ensure_ascii=False) + "\n")
+    return value
+
+
+def _replace(path: Path, text: str) -> None:
+    """Temp file + fsync + rename, as ``store.write_atomic``, keeping the file's mode: a
+    config made 0600 (``redactAllowlist`` can hold exact secret values) stays 0600, and the
+    temp file is 0600 until it gets that mode. A new config is made as before (umask)."""
     try:
-        tmp.write_text(json.dumps(current, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    data = text.encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # a short write on a nearly full disk: every byte, or an error
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return value
