@@ -14,10 +14,11 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import freshness, index, paths
 from .context import Context
-from .errors import MemexError
+from .errors import MemexError, StoreBusyError
 from .index import Folder
 
 
@@ -32,10 +33,12 @@ def run_checks(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     checks.append(Check("python", sys.version_info >= (3, 11), sys.version.split()[0]))
     try:
+        # made now (every command makes it on first use), but said: a mistyped OPEN_MEMEX_HOME shows here
+        made = "" if os.path.lexists(ctx.root) else "; created just now — no memories were there yet"
         ctx.root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=ctx.root, prefix=".doctor-"):
             pass
-        checks.append(Check("storage", True, f"{ctx.root} is writable (from {paths.data_root_source()})"))
+        checks.append(Check("storage", True, f"{ctx.root} is writable (from {paths.data_root_source()}{made})"))
     except OSError as exc:
         checks.append(Check("storage", False, f"{ctx.root}: {exc.strerror} — set OPEN_MEMEX_HOME to a writable folder"))
     import yaml
@@ -51,7 +54,12 @@ def run_checks(ctx: Context) -> list[Check]:
     mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     checks.append(Check("locking", mode == "wal" and timeout >= 1000, f"journal_mode={mode}, busy_timeout={timeout} ms"))
-    freshness.sync(ctx, "all")
+    try:
+        freshness.sync(ctx, "all")
+        synced = True
+    except StoreBusyError:  # another process's write: the checks below read the index as it is
+        checks.append(Check("index busy", False, index_holders(paths.index_path(ctx.root))))
+        synced = False
     conn = ctx.conn  # the sync may have rebuilt a damaged index
     bad = index.quarantined(conn)
     unreadable = [str(f.path) for f in ctx.folders("all") if f.path.is_dir() and not os.access(f.path, os.R_OK | os.X_OK)]
@@ -59,7 +67,8 @@ def run_checks(ctx: Context) -> list[Check]:
     checks.append(Check("memory files", not bad, "all readable" if not bad else
                         f"{len(bad)} skipped: " + "; ".join(f"{p}: {r}" for p, r in bad[:5])))  # fmt: skip
     dirs = [str(f.path) for f in ctx.folders("all")]
-    checks.append(_rows_agree(ctx, conn))
+    if synced:  # rows not brought up to date would differ from their files for no fault
+        checks.append(_rows_agree(ctx, conn))
     checks.append(_duplicate_ids(conn, dirs))
     checks.append(_chains(conn, ctx.folders("all")))
     git = shutil.which("git")
@@ -80,6 +89,26 @@ def run_checks(ctx: Context) -> list[Check]:
                         f"for `git memex --help`: export MANPATH=\"{paths.manpath()}:$MANPATH\" "
                         "(git memex -h always works)"))  # fmt: skip
     return checks
+
+
+def index_holders(db_path: Path) -> str:
+    """The busy index's check line: which processes have ``index.db`` open (Linux /proc;
+    one of them holds the write), else that another open-memex is writing."""
+    from .echo import masked
+
+    found: list[str] = []
+    target = os.path.realpath(db_path)  # what /proc/<pid>/fd links to
+    with contextlib.suppress(OSError):
+        for pid in (p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+            with contextlib.suppress(OSError):
+                fds = f"/proc/{pid}/fd"
+                if any(os.readlink(f"{fds}/{fd}") == target for fd in os.listdir(fds)):
+                    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                        command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                    found.append(f"pid {pid} ({masked(command, 60)})")  # `add "…"`: its text may hold a secret
+    who = f"processes with it open: {', '.join(found[:3])}" if found else "another open-memex process is writing"
+    return (f"{db_path} is locked by another process's write — {who}; the checks below read the index "
+            "as it is (index rows not compared) — run `open-memex doctor` again once it is done")
 
 
 # What a row holds straight from its file. Inside a repository a read heals a one-sided
