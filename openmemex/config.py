@@ -74,15 +74,18 @@ def _choice(*options: str) -> Callable[[Any], str]:
 
 
 def _patterns(value: Any) -> list[str]:
+    """Checked as they will run: by the ``regex`` package (``redact.user``), which reads every
+    pattern ``re`` reads, and a few more (``\\p{L}``)."""
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of regular expressions")
+    from .redact.user import pattern_problem
+
     for pattern in value:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{pattern!r} is not a valid regular expression ({exc})") from None
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise ValueError(f"{pattern!r} is not a valid regular expression ({problem})")
     return list(value)
 
 
@@ -276,11 +279,14 @@ def _valid_patterns(values: list[Any]) -> tuple[list[str], list[tuple[str, str]]
         if not isinstance(value, str):
             bad.append((str(value), "not a string"))
             continue
-        try:
+        try:  # re first: already loaded, and what it reads regex reads too (redact.user)
             re.compile(value)
-        except re.error as exc:
-            bad.append((value, f"not a valid regular expression: {exc}"))
-            continue
+        except (re.error, OverflowError, RecursionError, ValueError) as exc:
+            from .redact.user import pattern_problem
+
+            if pattern_problem(value) is not None:
+                bad.append((value, f"not a valid regular expression: {exc}"))
+                continue
         kept.append(value)
     return kept, bad
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from itertools import pairwise
 
 from openmemex.redact import (
@@ -36,7 +36,7 @@ from openmemex.redact.assign import ContextCheck, Parser
 from openmemex.redact.findings import GENERIC_TIER, SPECIFIC, USER, Candidate, Finding, RedactResult
 from openmemex.redact.masking import apply_masks, is_masked
 from openmemex.redact.rules import TokenRule
-from openmemex.redact.user import ALLOW_MARKER, UserRules
+from openmemex.redact.user import ALLOW_MARKER, USER_TIMEOUT_S, UserRules, compile_user, timed_out
 
 PRIVATE_REPLACEMENT = "[REDACTED]"
 # A closed pair, or an unclosed opening tag that swallows the rest of the text.
@@ -152,23 +152,20 @@ def _candidates(text: str, low: str) -> list[Candidate]:
     return out
 
 
-@lru_cache(maxsize=256)
-def _compile_user(pattern: str) -> re.Pattern[str] | None:
-    """User ``redactPatterns`` come from config; a broken one must never break a write."""
-    try:
-        return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError):
-        return None
-
-
 def _user_candidates(text: str, patterns: Sequence[str], out: list[Candidate]) -> None:
+    """The user's ``redactPatterns``, each under the time limit (``user.USER_TIMEOUT_S``):
+    past it the command stops with one line naming the pattern. A pattern that is no regular
+    expression is left out (config loading said so): it must never break a write."""
     for pattern in patterns:
-        compiled = _compile_user(pattern)
+        compiled = compile_user(pattern)
         if compiled is None:
             continue
-        for m in compiled.finditer(text):
-            if m.end() > m.start() and not is_masked(m.group()):
-                out.append((m.start(), m.end(), USER, pattern))
+        try:
+            for m in compiled.finditer(text, timeout=USER_TIMEOUT_S):
+                if m.end() > m.start() and not is_masked(m.group()):
+                    out.append((m.start(), m.end(), USER, pattern))
+        except TimeoutError:  # an OSError: never let a caller's `except OSError` take it for a file's fault
+            raise timed_out("redactPatterns", pattern, len(text)) from None
 
 
 # Generic rules on the same span: the one that knows most about it names the finding.
