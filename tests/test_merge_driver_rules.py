@@ -194,7 +194,8 @@ def test_a_deeply_nested_field_falls_back_to_markers(cli: Any, git_repo: Path) -
     base = _text(git_repo, memory_id).replace("review_history:", deep + "review_history:")
     ours = _text(git_repo, memory_id, tags=["db", "deploy", "ours"]).replace("review_history:", deep + "review_history:")
     theirs = _text(git_repo, memory_id, body="Theirs changed the text.").replace("review_history:", deep + "review_history:")
-    assert parse_memory(ours.encode()).extra  # every reader accepts the sides
+    with pytest.raises(MemoryFileError, match="nested deeper"):  # the readers refuse such a side (memfile's limit)
+        parse_memory(ours.encode())
     proc = _merge(cli, git_repo, rel, base, ours, theirs)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     text = (git_repo / rel).read_text()
