@@ -6,7 +6,6 @@ the scanner), and an echo is cut to a length (a 3 MB id made a 3 MB error)."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -52,8 +51,8 @@ class CleanMemo:
     the scanner (importing and compiling its rules) cost more than the rest of the hook; a
     text whose digest is here is the very text the same rules found clean, so it is shown
     without a scan. The digests count only under the rules that judged them
-    (``_rules_stamp``: the version and the scanner's own files), so an upgrade or an
-    edited rule scans every text again. A damaged or unwritable file only costs the scan."""
+    (``codestamp``: the package's and the scanner's files, Python's version and Unicode
+    tables), so an upgrade, another Python or an edited rule scans every text again. A damaged or unwritable file only costs the scan."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -62,8 +61,6 @@ class CleanMemo:
         self._known: set[str] = set()
         self._used: dict[str, None] = {}
         self._new = False
-        if self._rules is None:
-            return
         import json
 
         try:
@@ -83,7 +80,7 @@ class CleanMemo:
             self._used[digest] = None
             return text
         shown = masked(text, limit=NO_CUT)
-        if shown == text and self._rules is not None:
+        if shown == text:
             self._used[digest] = None
             self._new = True
         return shown
@@ -110,21 +107,9 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _rules_stamp() -> str | None:
-    """What the scanner's verdicts depend on: the version, and the size and time of each of
-    the scanner's files and of this one (an edited rule in a checkout, an upgrade). None
-    (nothing is remembered) when the files cannot be listed."""
-    import hashlib
+def _rules_stamp() -> str:
+    """What the scanner's verdicts depend on: this process's code and runtime (``codestamp``:
+    the scanner's files and this one, Python's version and Unicode tables)."""
+    from .codestamp import STAMP
 
-    from . import __version__
-
-    here = Path(__file__)
-    parts = [__version__]
-    try:
-        files = [here, *sorted(p for p in (here.parent / "redact").iterdir() if p.suffix == ".py")]
-        for file in files:
-            st = os.stat(file)
-            parts.append(f"{file.name}:{st.st_size}:{st.st_mtime_ns}")
-    except OSError:
-        return None
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return STAMP

@@ -256,8 +256,8 @@ def admit(ctx: Context, memory: Memory) -> list[str]:
             return cleaned.text
         if isinstance(value, list):
             return [scrub(v) for v in value]
-        if isinstance(value, dict):  # keys too: YAML lets a token be a key
-            return {scrub(k) if isinstance(k, str) else k: scrub(v) for k, v in value.items()}
+        if isinstance(value, dict):  # keys too: YAML lets a token be a key (!!binary, a pair, a set)
+            return {scrub(k) if isinstance(k, _KEY_TEXTS) else k: scrub(v) for k, v in value.items()}
         if isinstance(value, tuple):  # !!omap and !!pairs entries
             return tuple(scrub(v) for v in value)
         if isinstance(value, (set, frozenset)):  # !!set
@@ -271,10 +271,13 @@ def admit(ctx: Context, memory: Memory) -> list[str]:
     for name in ("alias", "target", "review_note", "proposed_by", "approved_by"):
         setattr(memory, name, scrub(getattr(memory, name)))
     memory.review_history = cast("list[dict[str, Any]]", [scrub(entry) for entry in memory.review_history])
-    memory.extra = {k: scrub(v) for k, v in memory.extra.items()}
+    memory.extra = {str(scrub(k)): scrub(v) for k, v in memory.extra.items()}  # a field's name is text too
     memory.raw = None  # re-emitted from the fields: comments and layout do not ride along
     store.render(memory)  # refused here, before anything is written, if a reader would quarantine it
     return masked
+
+
+_KEY_TEXTS = (str, bytes, tuple, frozenset)  # the mapping keys YAML can load that hold text
 
 
 def _place(ctx: Context, scope: str, items: list[tuple[BundleFile, Memory]], result: ImportResult,

@@ -46,7 +46,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import expansions
+from . import codestamp, expansions
 from .lazyre import LazyPattern
 from .text import CJK_RUN, CJK_STANDIN, HASH_CHARS, cjk_index_text, starts_word
 
@@ -465,29 +465,10 @@ def rules_match(conn: sqlite3.Connection, record: bool = False) -> bool:
 
 def text_environment(conn: sqlite3.Connection, rules: str) -> str:
     """The environment ``rules`` were worked out in, bound to them (a ``text`` written alone,
-    by an older release or another tool, matches no recorded environment): everything
-    ``text_rules`` depends on, read in a fraction of a millisecond — SQLite's exact build
-    (its source id), Python's version and Unicode tables, and the size and time of each of
-    this package's modules (where the derivation rules live)."""
+    by an older release or another tool, matches no recorded environment): SQLite's exact
+    build (its source id) and this process's code and runtime (``codestamp``)."""
     source = str(conn.execute("SELECT sqlite_source_id()").fetchone()[0])
-    return hashlib.sha256(f"{_environment(source)}\0{rules}".encode()).hexdigest()[:16]
-
-
-@functools.cache
-def _environment(sqlite_source: str) -> str:
-    import sys
-    import unicodedata
-
-    parts = [sqlite_source, sys.version, unicodedata.unidata_version]
-    try:
-        with os.scandir(os.path.dirname(os.path.abspath(__file__))) as entries:
-            for entry in sorted(entries, key=lambda e: e.name):
-                if entry.name.endswith(".py"):
-                    st = entry.stat()
-                    parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
-    except OSError:
-        parts.append(os.urandom(8).hex())  # modules we cannot list: never taken at their word
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{source}\0{codestamp.STAMP}\0{rules}".encode()).hexdigest()[:16]
 
 
 def create_schema(conn: sqlite3.Connection, force: bool = False, indexes: bool = True) -> None:

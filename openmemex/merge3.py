@@ -194,7 +194,7 @@ def _approval_conflicts(base: Memory | None, ours: Memory, theirs: Memory, merge
     rule), the approved state would vouch for a text nobody reviewed."""
     out: list[str] = []
     for side, name, other in ((ours, labels[0], labels[1]), (theirs, labels[1], labels[0])):
-        if side.review_state not in REVIEWED or (base is not None and base.review_state == side.review_state):
+        if side.review_state not in REVIEWED or not _reviewed_here(base, side):
             continue  # no review step on this side in this merge
         changed = reviewed_changes(side, merged)
         if changed:
@@ -202,6 +202,16 @@ def _approval_conflicts(base: Memory | None, ours: Memory, theirs: Memory, merge
             out.append(f"review_state: {name} {step} its version, but {other} changed {', '.join(changed)}, which that "
                        "review never saw — merge by hand; the new version needs its own review")  # fmt: skip
     return out
+
+
+def _reviewed_here(base: Memory | None, side: Memory) -> bool:
+    """Whether ``side`` took a review step since the base: its state, approver or history
+    moved (a memory approved again after an edit ends where the base was, approved, and its
+    new approval vouches for its new text only)."""
+    if base is None:
+        return True
+    return (base.review_state, base.approved_by, base.review_history) != \
+        (side.review_state, side.approved_by, side.review_history)  # fmt: skip
 
 
 def _front(text: str) -> str:

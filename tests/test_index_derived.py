@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +129,9 @@ def test_compact_tokens_spell_back_exactly() -> None:
 def another_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rules change only with the code, SQLite or Python that derives them: this process is
     now another environment, so the index's recorded rules are not taken at their word."""
-    monkeypatch.setattr(index_schema, "_environment", lambda source: "another-environment")
+    from openmemex import codestamp
+
+    monkeypatch.setattr(codestamp, "STAMP", "another-environment")
 
 
 def test_rules_worked_out_here_are_taken_at_their_word(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -318,3 +322,63 @@ def test_the_rules_digest_covers_sqlites_tokenizer(cli: Any, monkeypatch: pytest
         assert memory in cli("search", "release train", "--scope", "personal").out
     finally:
         index_schema.text_rules.cache_clear()
+
+
+def test_the_code_stamp_covers_the_runtime_and_every_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another Python (other Unicode tables: ``\\w`` and the tokenizer's letters) or any module
+    of the package or its scanner moved is another environment, for the index's rules and the
+    scanner's clean verdicts alike."""
+    import sys
+    import unicodedata
+
+    from openmemex import codestamp
+
+    first = codestamp._read()
+    assert first == codestamp._read()
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert codestamp._read() != first
+    monkeypatch.undo()
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")
+    assert codestamp._read() != first
+
+
+def test_a_process_left_running_through_an_upgrade_records_the_code_it_runs(tmp_path: Path) -> None:
+    """A process (an MCP server) loaded the package, then its files were upgraded under it,
+    then it made the index: what it records is bound to the code it ran, so a process of the
+    new code works the rules out, finds them other, and rebuilds."""
+    import shutil
+    import subprocess
+    import sys
+
+    package = tmp_path / "pkg"
+    shutil.copytree(Path(index_schema.__file__).parent, package / "openmemex",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(package), "OPEN_MEMEX_HOME": str(tmp_path / "root"),
+           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    old = subprocess.Popen([sys.executable, "-c", (
+        "import pathlib, time; from openmemex import index_schema; from openmemex.context import Context\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.05)\n"
+        "with Context.load() as ctx: ctx.conn.execute('SELECT 1')")], cwd=tmp_path, env=env)  # fmt: skip
+    try:
+        for _ in range(1200):
+            if ready.exists():
+                break
+            time.sleep(0.05)
+        text = package / "openmemex" / "text.py"
+        source = text.read_text()
+        assert 'CJK_STANDIN = "\\ue000"' in source
+        text.write_text(source.replace('CJK_STANDIN = "\\ue000"', 'CJK_STANDIN = "\\ue001"'))  # other rules
+        go.touch()
+        assert old.wait(timeout=120) == 0
+    finally:
+        if old.poll() is None:
+            old.kill()
+    probe = ("from openmemex import index_schema; from openmemex.context import Context\n"
+             "ctx = Context.load()\n"
+             "print(ctx.conn.execute(\"SELECT value FROM index_info WHERE key = 'text'\").fetchone()[0] == "
+             "index_schema.text_rules())")  # fmt: skip
+    new = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert new.stdout.strip() == "True", new.stdout + new.stderr

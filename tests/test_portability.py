@@ -382,6 +382,8 @@ def test_an_imported_project_memory_is_a_draft_and_every_nested_text_is_redacted
     'x_set: !!set {{"{token}": null}}',
     'x_key: {{"{token}": 1}}',
     'x_bin: !!binary "{b64}"',
+    '{token}: a field named by a token',
+    'x_binkey: {{? !!binary "{b64}" : v}}',
 ])  # fmt: skip
 def test_a_secret_in_any_yaml_shape_is_masked_on_import(cli: Any, tmp_path: Path, field: str) -> None:
     """YAML's other shapes load as tuples, sets, mapping keys and bytes: a token inside one
