@@ -251,10 +251,15 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
     up, in rank order. The ranked list is as long as the scope's share of the index needs;
     where the filter does most of the work (a small scope, a type: no count says how rare)
     or left too few, the ranked join is cheaper and gives the same answer."""
-    likely, wanted, total = _ranked_length(ctx, dirs, overfetch)
+    likely, wanted = _ranked_length(ctx, dirs, overfetch)
     if type is not None or wanted > _RANK_FIRST_MAX:
         return _ranked_join(ctx, expression, dirs, type, overfetch)
-    ranked = _ranked(ctx, expression, wanted, total)
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    ranked = ctx.conn.execute(
+        f"SELECT rowid, bm25(memories_fts, {weights}) AS score FROM memories_fts "
+        "WHERE memories_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+        (expression, wanted),
+    ).fetchall()
     # the rows usually enough are looked up first, the rest only if the filter left too few
     kept = _visible(ctx, ranked[:likely], dirs, type)
     if len(kept) < overfetch:
@@ -265,102 +270,6 @@ def _fetch(ctx: Context, expression: str, dirs: list[str], type: str | None,
 
 
 _RANK_FIRST_MAX = 1000  # ranked rows worth looking up one by one; past it the join's early stop wins
-_RANKED = (f"SELECT rowid, bm25(memories_fts, {', '.join(str(w) for w in WEIGHTS)}) AS score FROM memories_fts "
-           "WHERE memories_fts MATCH ?{range} ORDER BY score, rowid LIMIT ?")  # fmt: skip
-_STATE = "SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows') ORDER BY key"
-SPLIT_MIN = 5000  # rows in the index from which ranking is shared with a second thread
-
-
-def _ranked(ctx: Context, expression: str, wanted: int, total: int) -> list[tuple[int, float]]:
-    """The ``wanted`` best (rowid, bm25) of the whole index, best first (ties by rowid).
-
-    bm25 scores every matched row, and a common query matches half the store. From
-    ``SPLIT_MIN`` rows, on a machine with two CPUs, the upper half of the rowids is ranked
-    by a second connection on a second thread while this one ranks the lower half (SQLite
-    lets go of the GIL while it steps): FTS5 takes bm25's statistics from the whole table
-    whatever rowids a statement asks for, so the two top lists merged are the one list,
-    score for score. Measured at 10k and 100k: 20 % and 16 % off the ranking. The second
-    connection reads in a transaction of its own; if its view of the index is not this
-    one's (another process wrote in between: the change counter ``rows`` or the ``epoch``
-    differ), its half is ranked again here."""
-    conn = ctx.conn
-    helper = _helper(ctx) if total >= SPLIT_MIN and conn.in_transaction else None
-    if helper is None:
-        return [(int(r[0]), float(r[1])) for r in conn.execute(_RANKED.format(range=""), (expression, wanted))]
-    worker, held = helper
-    try:
-        lo, hi = conn.execute(  # one aggregate each: both in one SELECT is a scan of the table
-            "SELECT (SELECT min(rowid) FROM memory_rows), (SELECT max(rowid) FROM memory_rows)").fetchone()
-        if lo is None:
-            return []
-        mid = (int(lo) + int(hi)) // 2 + 1
-        state = conn.execute(_STATE).fetchall()
-        ranged = _RANKED.format(range=" AND rowid >= ? AND rowid <= ?")
-        box: dict[str, list[tuple[int, float]]] = {}
-
-        def upper() -> None:
-            try:
-                worker.execute("BEGIN")
-                try:
-                    if [tuple(r) for r in worker.execute(_STATE)] == [tuple(r) for r in state]:
-                        box["rows"] = [(int(r[0]), float(r[1])) for r in worker.execute(ranged, (expression, mid, hi, wanted))]
-                finally:
-                    worker.execute("COMMIT")
-            except Exception:  # any trouble there: that half is ranked here, where errors are reported
-                box.pop("rows", None)
-
-        thread = threading.Thread(target=upper, name="open-memex-rank", daemon=True)
-        thread.start()
-        try:
-            lower = [(int(r[0]), float(r[1])) for r in conn.execute(ranged, (expression, lo, mid - 1, wanted))]
-        finally:
-            thread.join()
-        top = box.get("rows")
-        if top is None:
-            top = [(int(r[0]), float(r[1])) for r in conn.execute(ranged, (expression, mid, hi, wanted))]
-    finally:
-        held.release()
-    return sorted(lower + top, key=lambda r: (r[1], r[0]))[:wanted]
-
-
-_helpers: dict[tuple[int, str], tuple[int, sqlite3.Connection, threading.Lock]] = {}
-_helpers_lock = threading.Lock()
-
-
-def _helper(ctx: Context) -> tuple[sqlite3.Connection, threading.Lock] | None:
-    """This process's second connection to the index, and its lock, held (None: one CPU, or
-    it is in use by another search of this process, or it cannot be opened). It is opened
-    once per index file: a rebuilt or replaced file (another inode) gets a new one."""
-    if (os.cpu_count() or 1) < 2:
-        return None
-    with suppress(AttributeError, OSError):  # the CPUs this process may run on (Linux)
-        if len(os.sched_getaffinity(0)) < 2:
-            return None
-    from . import paths
-    from .index import BUSY_TIMEOUT_MS
-
-    db = str(paths.index_path(ctx.root))
-    try:
-        inode = os.stat(db).st_ino
-    except OSError:
-        return None
-    with _helpers_lock:
-        key = (os.getpid(), db)
-        found = _helpers.get(key)
-        if found is None or found[0] != inode:
-            if found is not None and found[2].acquire(blocking=False):
-                with suppress(sqlite3.Error):
-                    found[1].close()
-            try:
-                opened = sqlite3.connect(db, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-                opened.execute("PRAGMA query_only = 1")
-            except sqlite3.Error:
-                return None
-            found = (inode, opened, threading.Lock())
-            _helpers[key] = found
-    if not found[2].acquire(blocking=False):
-        return None
-    return found[1], found[2]
 
 
 def _ranked_join(ctx: Context, expression: str, dirs: list[str], type: str | None,
@@ -452,16 +361,16 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")  # reads only: nothing to keep or lose
 
 
-def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int, int]:
+def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int]:
     """How many ranked matches hold ``overfetch`` in scope as the scope's share of the index
     goes (``folder_state`` counts each folder's files: one tiny read): (usually enough, to
-    rank — half as many again, and at least twice ``overfetch``, the index's rows)."""
+    rank — half as many again, and at least twice ``overfetch``)."""
     counts = {str(d): int(n) for d, n in ctx.conn.execute("SELECT dir, count FROM folder_state")}
     total = sum(counts.values())
     inside = sum(counts.get(d, 0) for d in dirs)
     share = inside / total if total and inside else 1.0
     likely = int((overfetch + 8) / max(share, 0.001))
-    return likely, max(2 * overfetch, int(1.5 * likely)), total
+    return likely, max(2 * overfetch, int(1.5 * likely))
 
 
 def _hidden_count(ctx: Context, expression: str, dirs: list[str], type: str | None) -> int:

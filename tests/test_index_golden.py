@@ -42,52 +42,6 @@ def test_search_answers_match_the_golden(data_root: Path) -> None:
         assert now == then, f"search {now['text']!r} ({now['project']}, scope {now['scope']}) changed"
 
 
-def test_ranking_shared_with_a_second_thread_matches_the_golden(data_root: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """From ``search.SPLIT_MIN`` rows the upper half of the rowids is ranked on a second
-    connection and thread: the merged top lists are the one list (bm25's statistics are the
-    whole table's), here forced on the golden store."""
-    from openmemex import search
-
-    monkeypatch.setattr(search, "SPLIT_MIN", 0)
-    monkeypatch.setattr(search.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(search.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    calls: list[int] = []
-    real = search._helper
-    monkeypatch.setattr(search, "_helper", lambda ctx: calls.append(1) or real(ctx))
-    got = golden(data_root.parent, shim=False)["queries"]
-    assert calls  # the split ran
-    for now, then in zip(got, _expected(), strict=True):
-        assert now == then, f"search {now['text']!r} ({now['project']}, scope {now['scope']}) changed when split"
-
-
-def test_a_write_between_the_two_views_ranks_the_half_again(data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second connection reads in a transaction of its own: when another process wrote
-    after this search's view began, that half is ranked again on this connection, so every
-    row ranked is one this search's view holds."""
-    import sqlite3
-
-    from openmemex import search
-    from openmemex.context import Context
-    from openmemex.write import add_memory
-
-    monkeypatch.setattr(search, "SPLIT_MIN", 0)
-    with Context.load() as ctx:
-        for n in range(40):
-            add_memory(ctx, f"deploy note number {n} about the staging cluster")
-        expression = search._expression("deploy staging")
-        ctx.conn.execute("BEGIN")
-        try:
-            single = [(int(r[0]), float(r[1])) for r in ctx.conn.execute(search._RANKED.format(range=""), (expression, 30))]
-            with Context.load() as other:  # another process's write: a row that would rank first
-                add_memory(other, "deploy staging: deploy to staging, then deploy staging again")
-            newest = sqlite3.connect(str(data_root / "index.db")).execute("SELECT max(rowid) FROM memory_rows").fetchone()[0]
-            assert newest not in {r for r, _ in single}
-            assert search._ranked(ctx, expression, 30, 10**6) == single
-        finally:
-            ctx.conn.execute("COMMIT")
-
-
 def test_cli_json_matches_the_golden(cli: Any, data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base = data_root.parent
     by_id = build_store(base)
