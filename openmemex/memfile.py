@@ -221,6 +221,10 @@ def _refuse_by_events(fm_text: str, anchors: bool) -> None:
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(getattr(exc, "problem", "") or ""):  # PyYAML ≥ 6.0.4's libyaml has a limit
+            mark = getattr(exc, "problem_mark", None)  # of its own, far above ours: the same broken file
+            where = f" (frontmatter line {mark.line + 1})" if mark is not None else ""
+            raise MemoryFileError(f"YAML nested deeper than the {MAX_YAML_DEPTH}-level limit{where}") from None
         raise MemoryFileError(f"invalid YAML: {_yaml_reason(exc)}") from None
 
 

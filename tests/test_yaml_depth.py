@@ -87,8 +87,9 @@ def _event_depth(text: str) -> int:
                 deepest = max(deepest, depth)
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
-    except yaml.YAMLError:
-        pass
+    except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(getattr(exc, "problem", "") or ""):
+            return 1 << 30  # PyYAML >= 6.0.4: libyaml refuses nesting past a limit of its own, before its events
     return deepest
 
 
