@@ -385,17 +385,21 @@ def test_session_start_masks_and_escapes_memory_text_like_the_mcp_results(git_re
     assert "\\x1b]8;;https://evil.example/" in block and "\\u202egnp.tset" in block  # shown, inert
 
 
+def hook_modules(event: str, payload: dict[str, Any], repo: Path) -> tuple[str, set[str]]:
+    """One hook event in a fresh process: what it printed and the modules it imported."""
+    code = ("import json, sys; from openmemex.cli import entry; "
+            f"rc = entry._hook(['hook', {event!r}]); "
+            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload), capture_output=True, text=True,
+                          cwd=repo, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, set(json.loads(proc.stderr[proc.stderr.index("["):]))
+
+
 def session_start_modules(repo: Path) -> tuple[str, set[str]]:
     """One session start in a fresh process: its block and the modules it imported."""
-    code = ("import json, sys; from openmemex.cli import entry; "
-            "rc = entry._hook(['hook', 'session-start']); "
-            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
-    payload = json.dumps(claude_payload("SessionStart", repo, source="startup"))
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, cwd=repo,
-                          timeout=60)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    block = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
-    return block, set(json.loads(proc.stderr[proc.stderr.index("["):]))
+    out, modules = hook_modules("session-start", claude_payload("SessionStart", repo, source="startup"), repo)
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"], modules
 
 
 SCANNER = "openmemex.redact.engine"
@@ -532,14 +536,9 @@ def test_a_refused_line_does_not_hide_what_was_saved(git_repo: Path, data_root: 
 
 def test_no_trigger_is_the_fast_path(git_repo: Path, data_root: Path) -> None:
     """No trigger word: no output, no index, and none of the heavy modules imported."""
-    code = ("import json, sys; from openmemex.cli import entry; "
-            "rc = entry._hook(['hook', 'user-prompt']); "
-            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
-    payload = json.dumps(claude_payload("UserPromptSubmit", git_repo, prompt="please refactor the billing module"))
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, cwd=git_repo,
-                          timeout=60)  # fmt: skip
-    assert proc.returncode == 0 and proc.stdout == ""
-    modules = set(json.loads(proc.stderr))
+    out, modules = hook_modules("user-prompt", claude_payload("UserPromptSubmit", git_repo,
+                                                              prompt="please refactor the billing module"), git_repo)  # fmt: skip
+    assert out == ""
     for heavy in ("cyclopts", "rich", "pygit2", "mcp", "github", "yaml", "sqlite3", "openmemex.index",
                   "openmemex.context", "frontmatter"):  # fmt: skip
         assert heavy not in modules, heavy
@@ -547,14 +546,9 @@ def test_no_trigger_is_the_fast_path(git_repo: Path, data_root: Path) -> None:
 
 
 def test_a_trigger_path_skips_the_cli_framework(git_repo: Path) -> None:
-    code = ("import json, sys; from openmemex.cli import entry; "
-            "rc = entry._hook(['hook', 'user-prompt']); "
-            "sys.stderr.write(json.dumps(sorted(sys.modules))); sys.exit(rc)")  # fmt: skip
-    payload = json.dumps(claude_payload("UserPromptSubmit", git_repo, prompt="remember that the VPN is required"))
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, cwd=git_repo,
-                          timeout=60)  # fmt: skip
-    assert proc.returncode == 0 and "remembered" in proc.stdout
-    modules = set(json.loads(proc.stderr[proc.stderr.index("["):]))
+    out, modules = hook_modules("user-prompt", claude_payload("UserPromptSubmit", git_repo,
+                                                              prompt="remember that the VPN is required"), git_repo)  # fmt: skip
+    assert "remembered" in out
     assert not {"cyclopts", "rich", "pygit2", "mcp", "github"} & modules
 
 
