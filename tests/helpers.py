@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from openmemex.ids import new_ulid
@@ -100,3 +101,23 @@ def drain_pty(main: int) -> bytes:
         chunks.append(chunk)
     os.close(main)
     return b"".join(chunks)
+
+
+def merge_branches(repo: Path, rel: str, base: str, ours: str, theirs: str) -> subprocess.CompletedProcess[str]:
+    """Commit ``base`` at ``rel``, ``theirs`` on a branch ``feature`` and ``ours`` on ``main``,
+    then ``git merge feature`` (with whatever merge driver the repository has set up)."""
+    from tests.conftest import git
+
+    path = repo / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(base)
+    git("add", rel, cwd=repo)
+    git("commit", "-q", "-m", "base", cwd=repo)
+    git("switch", "-q", "-c", "feature", cwd=repo)
+    path.write_text(theirs)
+    git("commit", "-q", "-am", "theirs", cwd=repo)
+    git("switch", "-q", "main", cwd=repo)
+    path.write_text(ours)
+    git("commit", "-q", "-am", "ours", cwd=repo)
+    env = {**os.environ, "GIT_EDITOR": "true"}
+    return subprocess.run(["git", "merge", "--no-edit", "feature"], cwd=repo, capture_output=True, text=True, env=env)

@@ -17,6 +17,7 @@ from openmemex.ids import new_ulid
 from openmemex.memfile import serialize
 from openmemex.model import Memory
 from tests.conftest import git, run_process
+from tests.helpers import merge_branches
 
 MEMDIR = ".ai/open-memex"
 # A real ULID that the plain scanner flags as `high-entropy-secret:id` (found by brute force
@@ -115,28 +116,13 @@ def _setup_driver(cli: Any, repo: Path) -> None:
     git("commit", "-q", "-m", "driver", cwd=repo)
 
 
-def _branches(repo: Path, rel: str, base: str, ours: str, theirs: str) -> subprocess.CompletedProcess[str]:
-    path = repo / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(base)
-    git("add", rel, cwd=repo)
-    git("commit", "-q", "-m", "base", cwd=repo)
-    git("switch", "-q", "-c", "feature", cwd=repo)
-    path.write_text(theirs)
-    git("commit", "-q", "-am", "theirs", cwd=repo)
-    git("switch", "-q", "main", cwd=repo)
-    path.write_text(ours)
-    git("commit", "-q", "-am", "ours", cwd=repo)
-    return rc_of("merge", "--no-edit", "feature", cwd=repo)
-
-
 NOTE = "# Team notes\n\nline one\nline two\nline three\nline four\nline five\nline six\n"
 
 
 def test_driver_text_merges_a_plain_note(cli: Any, git_repo: Path) -> None:
     _setup_driver(cli, git_repo)
     rel = f"{MEMDIR}/README.md"
-    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line one", "line ONE"), NOTE.replace("line six", "line SIX"))
+    proc = merge_branches(git_repo, rel, NOTE, NOTE.replace("line one", "line ONE"), NOTE.replace("line six", "line SIX"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = (git_repo / rel).read_text()
     assert "line ONE" in text and "line SIX" in text and "<<<<<<<" not in text
@@ -147,7 +133,7 @@ def test_driver_text_merges_a_plain_note(cli: Any, git_repo: Path) -> None:
 def test_driver_text_conflict_keeps_both_sides_with_branch_labels(cli: Any, git_repo: Path) -> None:
     _setup_driver(cli, git_repo)
     rel = f"{MEMDIR}/README.md"
-    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line one", "ours said"), NOTE.replace("line one", "theirs said"))
+    proc = merge_branches(git_repo, rel, NOTE, NOTE.replace("line one", "ours said"), NOTE.replace("line one", "theirs said"))
     assert proc.returncode != 0
     text = (git_repo / rel).read_text()
     assert "<<<<<<< main\n" in text and ">>>>>>> feature\n" in text
@@ -158,7 +144,7 @@ def test_driver_text_conflict_keeps_both_sides_with_branch_labels(cli: Any, git_
 
 def test_resolve_on_a_plain_note_says_it_is_no_memory_file(cli: Any, git_repo: Path) -> None:
     rel = f"{MEMDIR}/README.md"
-    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line one", "ours"), NOTE.replace("line one", "theirs"))
+    proc = merge_branches(git_repo, rel, NOTE, NOTE.replace("line one", "ours"), NOTE.replace("line one", "theirs"))
     assert proc.returncode != 0
     result = cli("resolve", rel)
     assert result.rc == 3
@@ -189,7 +175,7 @@ def test_driver_invalid_yaml_side_is_text_merged(cli: Any, git_repo: Path) -> No
     ours = base.replace("importance: normal", "importance: high")
     theirs = base.replace("tags: [cache]", "tags: [cache, ttl").replace("Cache TTL is 60s.", "Cache TTL is 30s.")
     assert theirs != base and "tags: [cache, ttl\n" in theirs
-    proc = _branches(git_repo, rel, base, ours, theirs)
+    proc = merge_branches(git_repo, rel, base, ours, theirs)
     # git's own text merge would be clean here: nothing of either side may be dropped
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = (git_repo / rel).read_text()
@@ -203,7 +189,7 @@ def test_resolve_names_the_invalid_side(cli: Any, git_repo: Path) -> None:
     base = _memory_text(git_repo, memory_id)
     ours = base.replace("tags: [cache]", "tags: [cache, ours]")
     theirs = base.replace("tags: [cache]", "tags: [cache, theirs")
-    proc = _branches(git_repo, rel, base, ours, theirs)
+    proc = merge_branches(git_repo, rel, base, ours, theirs)
     assert proc.returncode != 0
     result = cli("resolve", memory_id)
     assert result.rc == 3
@@ -216,7 +202,7 @@ def test_semantic_conflict_markers_use_branch_labels(cli: Any, git_repo: Path) -
     memory_id = new_ulid()
     rel = f"{MEMDIR}/{memory_id}.md"
     base = _memory_text(git_repo, memory_id)
-    proc = _branches(git_repo, rel, base, base.replace("60s", "90s"), base.replace("60s", "30s"))
+    proc = merge_branches(git_repo, rel, base, base.replace("60s", "90s"), base.replace("60s", "30s"))
     assert proc.returncode != 0 and "semantic conflict" in proc.stderr
     text = (git_repo / rel).read_text()
     assert "<<<<<<< main\n" in text and ">>>>>>> feature\n" in text and "memory.md" not in text
@@ -233,7 +219,7 @@ def test_setup_command_passes_labels_and_old_form_still_works(cli: Any, git_repo
     git("add", MEMDIR, cwd=git_repo)
     git("commit", "-q", "-m", "driver", cwd=git_repo)
     rel = f"{MEMDIR}/README.md"
-    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line two", "ours"), NOTE.replace("line two", "theirs"))
+    proc = merge_branches(git_repo, rel, NOTE, NOTE.replace("line two", "ours"), NOTE.replace("line two", "theirs"))
     assert proc.returncode != 0
     text = (git_repo / rel).read_text()
     assert "<<<<<<< main\n" in text and ">>>>>>> feature\n" in text
@@ -246,7 +232,7 @@ def test_driver_labels_in_a_rebase(cli: Any, git_repo: Path) -> None:
     """In a rebase, stage 2 (ours) is the upstream and stage 3 the branch being replayed."""
     _setup_driver(cli, git_repo)
     rel = f"{MEMDIR}/README.md"
-    proc = _branches(git_repo, rel, NOTE, NOTE.replace("line two", "upstream said"), NOTE.replace("line two", "mine"))
+    proc = merge_branches(git_repo, rel, NOTE, NOTE.replace("line two", "upstream said"), NOTE.replace("line two", "mine"))
     assert rc_of("merge", "--abort", cwd=git_repo).returncode == 0 and proc.returncode != 0
     git("switch", "-q", "feature", cwd=git_repo)
     rebase = rc_of("rebase", "main", cwd=git_repo)

@@ -15,6 +15,7 @@ from openmemex.ids import new_ulid
 from openmemex.memfile import MemoryFileError, parse_memory, serialize
 from openmemex.model import Memory
 from tests.conftest import git
+from tests.helpers import merge_branches
 
 MEMDIR = ".ai/open-memex"
 TOKEN = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -43,18 +44,8 @@ def _text(repo: Path, memory_id: str, **changes: Any) -> str:
 def _merge(cli: Any, repo: Path, rel: str, base: str, ours: str, theirs: str) -> subprocess.CompletedProcess[str]:
     """Install the driver as `setup` does, commit base, theirs on a branch, ours on main; merge."""
     assert cli("setup").rc == 0
-    path = repo / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(base)
-    git("add", MEMDIR, cwd=repo)
-    git("commit", "-q", "-m", "base", cwd=repo)
-    git("switch", "-q", "-c", "feature", cwd=repo)
-    path.write_text(theirs)
-    git("commit", "-q", "-am", "theirs", cwd=repo)
-    git("switch", "-q", "main", cwd=repo)
-    path.write_text(ours)
-    git("commit", "-q", "-am", "ours", cwd=repo)
-    return subprocess.run(["git", "merge", "--no-edit", "feature"], cwd=repo, capture_output=True, text=True)
+    git("add", MEMDIR, cwd=repo)  # what setup wrote there rides along with the base
+    return merge_branches(repo, rel, base, ours, theirs)
 
 
 def _clean(proc: subprocess.CompletedProcess[str], repo: Path, rel: str) -> str:
