@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -207,6 +207,15 @@ class Config:
         from .redact.user import UserRules
 
         return UserRules(self.values.get("redactPatterns") or [], self.redact_allowlist)
+
+    @property
+    def masking_rules(self) -> Sequence[str]:
+        """``redact_patterns`` for masking what goes back to an agent (``echo.for_transcript``):
+        nothing when the user set neither patterns nor an allowlist, so a hook that finds
+        every text known clean never imports the scanner."""
+        if not self.values.get("redactPatterns") and not self.values.get("redactAllowlist"):
+            return ()
+        return self.redact_patterns
 
     @property
     def redact_allowlist(self) -> list[str]:

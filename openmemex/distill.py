@@ -76,7 +76,7 @@ def distill_agents(ctx: Context, types: list[str] | None = None, limit: int = DE
         # a fence line would open a code block that swallows the rest of the section
         first = next((normalize_ws(line) for line in content.splitlines()
                       if line.strip() and not line.lstrip().startswith(("```", "~~~"))), "")  # fmt: skip
-        first = for_transcript(first)  # AGENTS.md is committed and read by agents: masked, escapes shown
+        first = for_transcript(first, rules=ctx.config.masking_rules)  # AGENTS.md is committed: masked, escapes shown
         if len(first) > LINE_CHARS:
             first = first[:LINE_CHARS].rstrip() + "…"
         mark = "" if state in REVIEWED else " (unreviewed)"

@@ -176,7 +176,7 @@ def session_start(payload: dict[str, Any]) -> dict[str, Any]:
         freshness.sync_folders(ctx, [*ctx.folders("personal"), *ctx.folders("project")])  # once, for both
         note = outbox_note(outbox_count(ctx, synced=True))
         budget = int(ctx.config.values.get("injectTokens", 800)) - (estimate_tokens(note) + 1 if note else 0)
-        memo = CleanMemo(ctx.root / MEMO_FILE)  # the scanner is loaded only for a text it has not seen clean
+        memo = CleanMemo(ctx.root / MEMO_FILE, ctx.config.masking_rules)  # the scanner loads only for a text not seen clean
         block = session_block(ctx, budget=max(budget, 0), synced=True, memo=memo)
     text = block.text
     if note:

@@ -356,10 +356,11 @@ def _candidates(conn: sqlite3.Connection, dirs: list[str], focus: Focus) -> dict
 
 def _render(ctx: Context, items: list[Item], budget: int, considered: int, vetted: _Vetting,
             memo: CleanMemo | None) -> Block:  # fmt: skip
+    rules = ctx.config.masking_rules  # the user's patterns mask here as on a write (a memo holds its own)
     sections = {
         "instruction": "Reviewed instructions for this project and from you:",
         "personal": "About the user (personal preferences):",
-        "project": f"Project knowledge ({for_transcript(ctx.project.name, memo)}):",
+        "project": f"Project knowledge ({for_transcript(ctx.project.name, memo, rules)}):",
     }
     footer = ("Search memory (memory_search) before asking about past decisions; save what the user states "
               "(memory_add) and propose what you infer.")  # fmt: skip
@@ -375,7 +376,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
         if item.vet is not None and not vetted(item.vet):
             unvetted += 1
             continue
-        shown = _cut(for_transcript(item.text, memo))
+        shown = _cut(for_transcript(item.text, memo, rules))
         cost = estimate_tokens(_line(item, shown)) + 1 + heading
         if used + cost > budget:
             continue
@@ -391,7 +392,7 @@ def _render(ctx: Context, items: list[Item], budget: int, considered: int, vette
             lines.append(title)
             lines += [_line(item, item.text) for item in chosen[kind]]
     lines.append(footer)
-    text = for_transcript("\n".join(lines), memo)  # a secret read across two lines, too
+    text = for_transcript("\n".join(lines), memo, rules)  # a secret read across two lines, too
     return Block(text, kept, estimate_tokens(text), considered, unvetted)
 
 

@@ -441,6 +441,21 @@ def test_a_secret_is_masked_at_every_session_start(git_repo: Path, data_root: Pa
         assert hand.id in block and "R3al" not in block and "ghp_" + "xxxx" in block
 
 
+def test_the_users_patterns_mask_the_block_and_judge_the_memo(git_repo: Path, data_root: Path, cli: Any) -> None:
+    """A hand-edited token only the user's `redactPatterns` know: masked in the block, also
+    when the text was remembered clean before the pattern was set (the memo's verdicts count
+    only under the rules that judged them)."""
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    hand = put(outbox, "The deploy badge is ACME-314159 for the staging bot.", scope_key=key, visibility="internal")
+    block, _ = session_start_modules(git_repo)
+    assert hand.id in block and "ACME-314159" in block  # no rule knows it yet: remembered clean
+    assert cli("config", "set", "redactPatterns", '["ACME-[0-9]{6}"]').rc == 0
+    for _ in range(2):  # a masked text is never remembered: masked at every start
+        block, _ = session_start_modules(git_repo)
+        assert hand.id in block and "ACME-314159" not in block and "ACMExxxxxxx" in block
+
+
 def test_a_digest_counts_only_under_the_rules_that_judged_it(data_root: Path) -> None:
     """A kept digest is trusted only under the same rules: one written under others (an
     upgrade, a rule edited in a checkout) is scanned again."""

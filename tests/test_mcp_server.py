@@ -568,6 +568,23 @@ async def test_a_token_put_in_a_file_by_hand_never_reaches_the_agent(git_repo: P
     assert TOKEN in path.read_text()  # the file is the user's: reads never change it
 
 
+async def test_a_token_only_the_users_pattern_knows_is_masked_on_the_way_out(git_repo: Path, data_root: Path,
+                                                                           cli: Any) -> None:  # fmt: skip
+    """The user's `redactPatterns` mask a write; a file edited by hand is masked with them again
+    on its way to the agent, text and structured content alike — not with the built-in rules
+    alone."""
+    assert cli("config", "set", "redactPatterns", '["ACME-[0-9]{6}"]').rc == 0
+    async with in_process() as c:
+        added = await c.call_tool("memory_add", {"content": "the staging deploy uses the bot account"})
+        path = Path(added.structured_content["path"])
+        path.write_text(path.read_text().replace("bot account", "bot account, badge ACME-314159"))
+        found = await c.call_tool("memory_search", {"query": "staging deploy"})
+        shown = await c.call_tool("memory_list", {})
+    for result in (found, shown):
+        seen = text(result) + json.dumps(result.structured_content)
+        assert "ACME-314159" not in seen and "ACMExxxxxxx" in seen, seen
+
+
 async def test_status_is_capped_for_the_agent(git_repo: Path) -> None:
     async with in_process() as c:
         for i in range(25):

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -62,51 +62,53 @@ Aliases = Annotated[list[str] | None, _field(description=(
     "Up to 4 other phrasings someone might search with: synonyms, the identifier, the other language."))]
 
 
-def _result(text: str, data: dict[str, Any], warnings: list[str], drafts: int | None = None) -> Any:
+def _result(text: str, data: dict[str, Any], warnings: list[str], drafts: int | None = None,
+            rules: Sequence[str] = ()) -> Any:  # fmt: skip
     """A tool's answer. Memory text is masked when written, but a file edited by hand or
     pulled from a teammate can hold a token the write path never saw: what goes back into
-    the agent's transcript is masked again here, text and structured content alike (ids kept)."""
+    the agent's transcript is masked again here, text and structured content alike (ids
+    kept), with the user's ``redactPatterns`` (``rules``) as on a write."""
     from mcp.types import CallToolResult, TextContent
 
     lines = [text]
     lines += [f"note: {w}" for w in warnings]
     if drafts:
         lines.append(guidance.outbox_note(drafts))
-    body = for_transcript("\n".join(lines))
-    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=_masked_doc(data),
+    body = for_transcript("\n".join(lines), rules=rules)
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=_masked_doc(data, rules),
                           is_error=False)  # fmt: skip
 
 
-def _masked_doc(value: Any) -> Any:
+def _masked_doc(value: Any, rules: Sequence[str] = ()) -> Any:
     """The document with secrets masked in its strings; one scan of them all first, since a
     result with nothing to mask (nearly every one) is then left as it is."""
     strings: list[str] = []
-    _strings(value, strings)
+    _strings(value, strings, 1 if rules else 8)
     joined = "\n".join(strings)
-    if masked(joined, limit=NO_CUT) == joined:
+    if masked(joined, limit=NO_CUT, rules=rules) == joined:
         return value
-    return _mask_each(value)
+    return _mask_each(value, rules)
 
 
-def _strings(value: Any, out: list[str]) -> None:
+def _strings(value: Any, out: list[str], shortest: int) -> None:
     if isinstance(value, str):
-        if len(value) >= 8:
+        if len(value) >= shortest:
             out.append(value)
     elif isinstance(value, dict):
         for v in value.values():
-            _strings(v, out)
+            _strings(v, out, shortest)
     elif isinstance(value, list):
         for v in value:
-            _strings(v, out)
+            _strings(v, out, shortest)
 
 
-def _mask_each(value: Any) -> Any:
-    if isinstance(value, str):
-        return masked(value, limit=NO_CUT) if len(value) >= 8 else value  # no secret rule matches fewer
+def _mask_each(value: Any, rules: Sequence[str] = ()) -> Any:
+    if isinstance(value, str):  # no built-in rule matches fewer than 8 characters; a user's pattern may
+        return masked(value, limit=NO_CUT, rules=rules) if len(value) >= 8 or rules else value
     if isinstance(value, dict):
-        return {k: _mask_each(v) for k, v in value.items()}
+        return {k: _mask_each(v, rules) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_each(v) for v in value]
+        return [_mask_each(v, rules) for v in value]
     return value
 
 
@@ -167,11 +169,18 @@ def build(session: Session, drafts: int | None = None) -> Any:
         """Run ``render`` (core call + text + JSON + whether it mutated) as one tool call.
         The outbox count is a second, separate step: the call has already done its work, so
         nothing that goes wrong while counting may make it run again (or fail it)."""
+        rules: list[Sequence[str]] = []
+
+        def work(ctx: Context) -> tuple[str, dict[str, Any], bool]:
+            rules.append(ctx.config.masking_rules)  # the answer is masked with the user's patterns too
+            return render(ctx)
+
         try:
-            (text, data, mutated), warnings = session.run(render)
+            (text, data, mutated), warnings = session.run(work)
         except ToolFailure as exc:
             return _failure(str(exc))  # type: ignore[no-any-return]
-        return _result(text, data, warnings, _count_drafts(session) if mutated else None)  # type: ignore[no-any-return]
+        return _result(text, data, warnings, _count_drafts(session) if mutated else None,  # type: ignore[no-any-return]
+                       rules[-1] if rules else ())  # fmt: skip
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
