@@ -585,6 +585,19 @@ async def test_a_token_only_the_users_pattern_knows_is_masked_on_the_way_out(git
         assert "ACME-314159" not in seen and "ACMExxxxxxx" in seen, seen
 
 
+async def test_a_users_pattern_that_never_finishes_is_one_line_not_a_crash(git_repo: Path, data_root: Path,
+                                                                          cli: Any) -> None:  # fmt: skip
+    """Masking an answer runs the user's patterns under their time limit: one past it makes
+    the call one clear error naming it, never a hung server or a traceback."""
+    async with in_process() as c:
+        added = await c.call_tool("memory_add", {"content": "the staging deploy uses the bot account"})
+        path = Path(added.structured_content["path"])
+        path.write_text(path.read_text().replace("bot account", "bot account " + "a" * 40 + "!"))
+        assert cli("config", "set", "redactPatterns", '["(a|aa)+$"]').rc == 0
+        found = await c.call_tool("memory_search", {"query": "staging deploy"})
+    assert found.is_error and "redactPatterns" in text(found) and "Traceback" not in text(found), text(found)
+
+
 async def test_status_is_capped_for_the_agent(git_repo: Path) -> None:
     async with in_process() as c:
         for i in range(25):

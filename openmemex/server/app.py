@@ -179,8 +179,11 @@ def build(session: Session, drafts: int | None = None) -> Any:
             (text, data, mutated), warnings = session.run(work)
         except ToolFailure as exc:
             return _failure(str(exc))  # type: ignore[no-any-return]
-        return _result(text, data, warnings, _count_drafts(session) if mutated else None,  # type: ignore[no-any-return]
-                       rules[-1] if rules else ())  # fmt: skip
+        try:
+            return _result(text, data, warnings, _count_drafts(session) if mutated else None,  # type: ignore[no-any-return]
+                           rules[-1] if rules else ())  # fmt: skip
+        except MemexError as exc:  # a user's pattern that runs past its time limit: its one line
+            return _failure(str(exc))  # type: ignore[no-any-return]
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
