@@ -94,16 +94,12 @@ class CleanMemo:
         """Keep this run's clean texts first, then the older ones (best effort)."""
         if not self._new:
             return
-        import contextlib
         import json
 
-        from .errors import MemexError
-        from .store import write_atomic
+        from .store import write_cache
 
         kept = list(self._used) + [d for d in self._kept if d not in self._used]
-        document = {"v": MEMO_VERSION, "rules": self._rules, "clean": kept[:MEMO_KEEP]}
-        with contextlib.suppress(OSError, MemexError):
-            write_atomic(self._path, json.dumps(document))
+        write_cache(self._path, json.dumps({"v": MEMO_VERSION, "rules": self._rules, "clean": kept[:MEMO_KEEP]}))
 
 
 def _digest(text: str) -> str:

@@ -19,7 +19,6 @@ Iron rules, enforced here and nowhere else:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
@@ -216,8 +215,7 @@ class _Vetting:
             return
         import json
 
-        from .errors import MemexError
-        from .store import write_atomic
+        from .store import write_cache
 
         path = self._ctx.root / VETTED_FILE
         try:
@@ -229,8 +227,7 @@ class _Vetting:
         kept.pop(str(info.workdir), None)  # re-added last: the newest repositories are kept
         others = [k for k in kept if k != "v" and os.path.isdir(k)][-(VETTED_REPOS - 1) :]
         kept = {"v": VETTED_VERSION, **{k: kept[k] for k in others}, str(info.workdir): self._known}
-        with contextlib.suppress(OSError, MemexError):
-            write_atomic(path, json.dumps(kept))
+        write_cache(path, json.dumps(kept))
 
     def _merged(self, workdir: Path, rel: str, memory: Memory) -> bool:
         from .memfile import MemoryFileError, parse_memory

@@ -152,7 +152,11 @@ def memory_files(folder: Path) -> list[Path]:
         return []
 
 
-def is_temp_name(name: str) -> bool:
+def is_temp_name(name: str, of: str = "") -> bool:
+    """A ``write_atomic`` temp file of a memory (``.<id>.md.<pid>.<hex>.tmp``), or of the
+    file named ``of`` (a cache in the data root: ``.<of>.<pid>.<hex>.tmp``)."""
+    if of:
+        return name.startswith(f".{of}.") and name.endswith(TMP_SUFFIX)
     return name.startswith(".") and name.endswith(TMP_SUFFIX) and ".md." in name
 
 
@@ -166,14 +170,14 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def sweep_temp_files(folder: Path, names: Iterable[str]) -> int:
-    """Remove temp files a killed writer left behind (``.<id>.md.<pid>.<hex>.tmp``): its pid
-    is gone and it is a minute old, or it is older than any write takes. Returns how many
-    were removed."""
+def sweep_temp_files(folder: Path, names: Iterable[str], of: str = "") -> int:
+    """Remove temp files a killed writer left behind (``.<id>.md.<pid>.<hex>.tmp``, or those
+    of the file named ``of``): its pid is gone and it is a minute old, or it is older than any
+    write takes. Returns how many were removed."""
     removed = 0
     now = time.time()
     for name in names:
-        if not is_temp_name(name):
+        if not is_temp_name(name, of):
             continue
         path = folder / name
         parts = name.split(".")
@@ -188,3 +192,13 @@ def sweep_temp_files(folder: Path, names: Iterable[str]) -> int:
                 path.unlink()
                 removed += 1
     return removed
+
+
+def write_cache(path: Path, text: str) -> None:
+    """A data-root cache (``vetted-reviews.json``, ``clean-texts.json``) written whole or not
+    at all, best effort: one we cannot write only costs the next process a look. The temp
+    files of a writer killed mid-write are swept here, the only place that writes this file."""
+    with contextlib.suppress(OSError, MemexError):
+        write_atomic(path, text)
+    with contextlib.suppress(OSError):
+        sweep_temp_files(path.parent, [n for n in os.listdir(path.parent) if is_temp_name(n, path.name)], of=path.name)

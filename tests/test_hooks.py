@@ -478,6 +478,27 @@ def test_a_digest_counts_only_under_the_rules_that_judged_it(data_root: Path) ->
     assert kept["rules"] == _rules_stamp() and len(kept["clean"]) == 2 and digest in kept["clean"]
 
 
+def test_a_killed_writers_cache_temp_files_are_swept(git_repo: Path, data_root: Path) -> None:
+    """A hook killed while it wrote a data-root cache leaves its temp file: the next write of
+    that cache removes it once its writer is gone (and leaves a live writer's alone)."""
+    import os
+    import time
+
+    with Context.load() as ctx:
+        key, outbox = ctx.project.key, ctx.outbox_dir
+    put(outbox, "Run the migrations before the API server starts.", scope_key=key, visibility="internal")
+    data_root.mkdir(parents=True, exist_ok=True)
+    dead = data_root / ".clean-texts.json.4194303.0badcafe.tmp"  # pid_max + 1 on Linux: no such process
+    live = data_root / f".clean-texts.json.{os.getppid()}.0badcafe.tmp"
+    other = data_root / ".config.json.4194303.0badcafe.tmp"  # another file's: not this cache's to sweep
+    for path in (dead, live, other):
+        path.write_text("{half a cache")
+        old = time.time() - 120
+        os.utime(path, (old, old))
+    session_start_modules(git_repo)
+    assert not dead.exists() and live.exists() and other.exists()
+
+
 def test_an_unwritable_memo_costs_only_the_scan(git_repo: Path, data_root: Path) -> None:
     with Context.load() as ctx:
         key, outbox = ctx.project.key, ctx.outbox_dir
