@@ -170,6 +170,18 @@ def _parsed_or_none(data: bytes | None) -> Memory | None:
         return None  # the base was broken: nothing to compare the history against
 
 
+def history_leads_to(history: Sequence[Any]) -> Any:
+    """Where a review history leads: the ``to`` of its last step, a note (``from`` equal to
+    ``to``: a remark, not a step) counting only in a history of notes alone; None when empty.
+    The state must be there (``check``), and a merge must not make it otherwise (``merge3``):
+    two branches' histories interleave by time (D29), and a remark one reviewer made on the
+    older state does not undo the step the other took."""
+    steps = [e for e in history if isinstance(e, dict)]
+    moves = [e for e in steps if e.get("from") != e.get("to")]
+    last = (moves or steps or [None])[-1]
+    return None if last is None else last.get("to")
+
+
 def review_problems(path: str, text: str, memory: Memory, base: Memory | None, arrives: str | None = None) -> list[Problem]:
     """The review ladder: every recorded step is one legal step, a reviewed state is recorded,
     the state is the history's last step, and the base's history is kept as a prefix.
@@ -197,9 +209,9 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None, a
     if state in REVIEWED and not any(step.get("to") == state for step in history):
         problems.append(Problem(path, at_state, "review-transition",
                                 f"review_state is {state} but review_history records no step to {state} (a jump without review)", fix))  # fmt: skip
-    elif history and history[-1].get("to") != state:
+    elif (led := history_leads_to(history)) is not None and led != state:
         problems.append(Problem(path, at_state, "review-transition",
-                                f"review_state is {state} but the last review_history entry records → {history[-1].get('to')}", fix))  # fmt: skip
+                                f"review_state is {state} but the last review_history step records → {led}", fix))  # fmt: skip
     if arrives is not None and state == "published":
         problems.append(Problem(path, at_state, "review-claim",
                                 f"{memory.id} is new in this {'pull request' if arrives == 'pr' else 'commit'} but already "

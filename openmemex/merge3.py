@@ -6,7 +6,9 @@ merge as sets against the base (what either side added is kept, what one side re
 removed: a scrubbed tag or review note never comes back); ``updated_at`` takes the latest;
 the review state keeps the further step but never drops a rejection; the body merges only
 when one side changed it, or when a line-level text merge (supplied by the caller) is
-clean; YAML comments come from the one side that changed them. An approval (or publish)
+clean; YAML comments come from the one side that changed them. Two sides that took different
+review steps, so that the merged history would end on one while the state keeps the other,
+conflict. An approval (or publish)
 made on one side vouches for that side's version only, so the other side's change to a
 field it covers (``check.reviewed_changes``) is a conflict. Everything else, and a file too
 deeply nested to compare, is a semantic conflict that a human decides (design principle 5):
@@ -21,7 +23,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check import REVIEWED, reviewed_changes
+from .check import REVIEWED, history_leads_to, reviewed_changes
 from .ids import parse_time
 from .memfile import serialize
 from .model import FIELD_ORDER, Memory, normalize_aliases
@@ -179,6 +181,7 @@ def _merge(base: Memory | None, ours: Memory, theirs: Memory, text_merge: TextMe
     template, wanted = (theirs, theirs_c) if ours_c == base_c and theirs_c != base_c else (ours, ours_c)
     merged_memory = _build(result, body, template)
     conflicts += _approval_conflicts(base, ours, theirs, merged_memory, labels)
+    conflicts += _history_conflicts(ours, theirs, merged_memory, labels)
     if not conflicts and _comments(_front(serialize(merged_memory))) != wanted:
         conflicts.append(f"frontmatter comments: the merged file would lose or move a comment of {left} or {right} "
                          "(a comment on a line both sides changed)")  # fmt: skip
@@ -202,6 +205,22 @@ def _approval_conflicts(base: Memory | None, ours: Memory, theirs: Memory, merge
             out.append(f"review_state: {name} {step} its version, but {other} changed {', '.join(changed)}, which that "
                        "review never saw — merge by hand; the new version needs its own review")  # fmt: skip
     return out
+
+
+def _history_conflicts(ours: Memory, theirs: Memory, merged: Memory, labels: tuple[str, str]) -> list[str]:
+    """The two histories interleave by time (D29), and the state keeps the further step or a
+    rejection: when the two sides took different steps, the merged history may end on one
+    side's step while the state is the other's (an approval made after the other branch's
+    rejection). Neither reviewer saw the other's decision, and check would refuse the file:
+    a human decides. A side already off on its own is not this merge's doing."""
+    led = history_leads_to(merged.review_history)
+    if led is None or led == merged.review_state:
+        return []
+    if any(history_leads_to(side.review_history) not in (None, side.review_state) for side in (ours, theirs)):
+        return []
+    return [f"review_state: {labels[0]} and {labels[1]} took different review steps — the merged history ends "
+            f"→ {led} but the state would be {merged.review_state}; decide which stands by hand (`open-memex "
+            "promote` records the step)"]  # fmt: skip
 
 
 def _reviewed_here(base: Memory | None, side: Memory) -> bool:

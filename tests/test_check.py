@@ -199,6 +199,8 @@ def parsed(**kwargs: object) -> object:
     ("approved", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("approved", "approved", "a")]),  # submit of an approved draft
     ("proposed", [("draft", "proposed", "a"), ("proposed", "rejected", "b"), ("rejected", "proposed", "a")]),  # resubmitted
     ("published", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("approved", "published", "b")]),  # pr-status --apply
+    # a remark made on a branch that had not seen the approval, merged in by time (D29): no step
+    ("approved", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("proposed", "proposed", "c")]),
 ])  # fmt: skip
 def test_legal_review_histories_pass(state: str, history: list[tuple[str | None, str, str]]) -> None:
     memory = parsed(state=state, history=history)
@@ -209,8 +211,11 @@ def test_legal_review_histories_pass(state: str, history: list[tuple[str | None,
     ("published", [("draft", "published", "a")], "records draft → published, which skips the review ladder"),
     ("published", [("draft", "proposed", "a"), ("proposed", "published", "b")], "records proposed → published"),
     ("approved", [("draft", "proposed", "a")], "review_state is approved but review_history records no step to approved"),
-    ("proposed", [("draft", "proposed", "a"), ("proposed", "rejected", "b")], "the last review_history entry records → rejected"),
+    ("proposed", [("draft", "proposed", "a"), ("proposed", "rejected", "b")], "the last review_history step records → rejected"),
     ("proposed", [(None, "approved", "a"), ("approved", "proposed", "a")], "records nothing → approved"),
+    # a remark after a real step does not hide it
+    ("approved", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("approved", "rejected", "c"),
+                  ("rejected", "rejected", "d")], "the last review_history step records → rejected"),
 ])  # fmt: skip
 def test_illegal_review_histories_fail(state: str, history: list[tuple[str | None, str, str]], words: str) -> None:
     memory = parsed(state=state, history=history)

@@ -142,6 +142,46 @@ def test_an_approval_merges_with_a_change_it_does_not_cover(cli: Any, git_repo: 
     assert (memory.review_state, memory.approved_by, memory.body) == ("approved", "alice", parse_memory(base.encode()).body)
     assert memory.review_history == [PROPOSE, APPROVE, LOOKED]
     assert memory.updated_at == "2026-01-05T00:00:00Z"
+    # a note (from == to) is no step: the state is where the last real step led, so check agrees
+    result = cli("check", rel)
+    assert result.rc == 0, result.out + result.err
+
+
+REJECT = {"at": "2026-01-02T12:00:00Z", "by": "carol", "from": "proposed", "to": "rejected", "note": "needs a source"}
+
+
+@pytest.mark.parametrize("approver", ["ours", "theirs"])
+def test_an_approval_after_the_other_sides_rejection_conflicts(cli: Any, git_repo: Path, approver: str) -> None:
+    """Approved on one branch after the other rejected it: the rejection is never dropped, so
+    the state would be `rejected` under a history whose last step approves: neither reviewer
+    saw the other's decision, and the file would fail check. A human decides."""
+    memory_id = new_ulid()
+    rel = f"{MEMDIR}/{memory_id}.md"
+    base = _text(git_repo, memory_id)
+    approved = _text(git_repo, memory_id, **APPROVED)
+    rejected = _text(git_repo, memory_id, review_state="rejected", review_note="needs a source",
+                     review_history=[PROPOSE, REJECT])  # fmt: skip
+    ours, theirs = (approved, rejected) if approver == "ours" else (rejected, approved)
+    proc = _merge(cli, git_repo, rel, base, ours, theirs)
+    _conflicted(proc, git_repo, rel, ours, theirs)
+    assert "different review steps" in proc.stderr and "→ approved" in proc.stderr
+
+
+@pytest.mark.parametrize("rejecter", ["ours", "theirs"])
+def test_a_rejection_after_the_other_sides_approval_merges(cli: Any, git_repo: Path, rejecter: str) -> None:
+    """The later decision is the history's last step and the kept state: a clean merge that check accepts."""
+    memory_id = new_ulid()
+    rel = f"{MEMDIR}/{memory_id}.md"
+    base = _text(git_repo, memory_id)
+    approved = _text(git_repo, memory_id, **APPROVED)
+    late = dict(REJECT, at="2026-01-04T00:00:00Z")
+    rejected = _text(git_repo, memory_id, review_state="rejected", review_note="needs a source",
+                     review_history=[PROPOSE, late])  # fmt: skip
+    ours, theirs = (rejected, approved) if rejecter == "ours" else (approved, rejected)
+    memory = parse_memory(_clean(_merge(cli, git_repo, rel, base, ours, theirs), git_repo, rel).encode())
+    assert memory.review_state == "rejected" and memory.review_history == [PROPOSE, APPROVE, late]
+    result = cli("check", rel)
+    assert result.rc == 0, result.out + result.err
 
 
 # 2. lists merge as sets against the base ----------------------------------------------------------
