@@ -178,8 +178,8 @@ def history_leads_to(history: Sequence[Any]) -> Any:
     older state does not undo the step the other took."""
     steps = [e for e in history if isinstance(e, dict)]
     moves = [e for e in steps if e.get("from") != e.get("to")]
-    last = (moves or steps or [None])[-1]
-    return None if last is None else last.get("to")
+    last = moves or steps
+    return last[-1].get("to") if last else None
 
 
 def review_problems(path: str, text: str, memory: Memory, base: Memory | None, arrives: str | None = None) -> list[Problem]:
