@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..check import CheckInput, Problem
 from ..errors import MemexError, UsageError
 from ..gitinfo import RepoInfo, discover
+from .objects import MissingObject, blob_data, file_at
 
 if TYPE_CHECKING:
     import pygit2
@@ -55,7 +56,7 @@ def gather(cwd: Path, memory_dir: str, base_ref: str | None, paths: list[str]) -
         return _from_disk(repo, info, folder, paths, cwd)
     head = _head_tree(repo)
     blobs = _folder_blobs(repo, head, folder) if head is not None else {}
-    files = [(path, _blob(repo, oid)) for path, oid in blobs.items()]
+    files = [(path, blob_data(repo, oid, path, " in HEAD")) for path, oid in blobs.items()]
     shape = _folder_shape(head, folder) if head is not None else []
     return Gathered(CheckInput(files, universe=files, problems=shape), "head")
 
@@ -117,11 +118,6 @@ def _folder_blobs(repo: pygit2.Repository, tree: pygit2.Tree, folder: str) -> di
             and e.name.endswith(".md") and not e.name.startswith(".")}  # fmt: skip
 
 
-def _blob(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
-    data: bytes = repo.odb.read(oid)[1]
-    return data
-
-
 def _from_base(repo: pygit2.Repository, folder: str, ref: str, only: list[str]) -> Gathered:
     import pygit2
 
@@ -141,14 +137,17 @@ def _from_base(repo: pygit2.Repository, folder: str, ref: str, only: list[str]) 
     base_files = _folder_blobs(repo, repo[merge_base].peel(pygit2.Tree), folder)
     head_files = _folder_blobs(repo, head.peel(pygit2.Tree), folder)
     wanted = [p for p, oid in head_files.items() if base_files.get(p) != oid and _selected(p, only)]
-    universe = {path: _blob(repo, oid) for path, oid in head_files.items()}
-    deleted = [(p, _blob(repo, oid)) for p, oid in base_files.items() if p not in head_files and _selected(p, only)]
+    at_base = f" in {ref} (where it meets HEAD, {str(merge_base)[:8]})"
+    try:  # every version read here, so a partial clone that lacks some is told once how to fetch them all
+        universe = {path: blob_data(repo, oid, path, " in HEAD") for path, oid in head_files.items()}
+        deleted = [(p, blob_data(repo, oid, p, at_base)) for p, oid in base_files.items()
+                   if p not in head_files and _selected(p, only)]  # fmt: skip
+        before = {p: blob_data(repo, base_files[p], p, at_base) for p in wanted if p in base_files}
+    except MissingObject as exc:
+        raise MissingObject(exc.rel, exc.where, f"run `git diff {str(merge_base)[:12]} HEAD -- {folder} >/dev/null` "
+                            "so git fetches every version check --base reads (in CI: fetch in full)") from None  # fmt: skip
 
-    def base(path: str) -> bytes | None:
-        oid = base_files.get(path)
-        return None if oid is None else _blob(repo, oid)
-
-    pr = CheckInput([(p, universe[p]) for p in wanted], base, list(universe.items()), deleted,
+    pr = CheckInput([(p, universe[p]) for p in wanted], before.get, list(universe.items()), deleted,
                     _folder_shape(head.peel(pygit2.Tree), folder), kind="pr")  # fmt: skip
     return Gathered(pr, "base", str(merge_base))
 
@@ -163,14 +162,8 @@ def _from_disk(repo: pygit2.Repository, info: RepoInfo, folder: str, paths: list
     head = _head_tree(repo)
 
     def base(path: str) -> bytes | None:
-        if head is None:
-            return None
-        try:
-            blob = head[path]
-        except KeyError:
-            return None
-        data: bytes | None = getattr(blob, "data", None)
-        return data
+        found = file_at(head, path, " in HEAD")
+        return None if found is None else found.data
 
     return Gathered(CheckInput(changed, base, list(universe.items()), kind="commit"), "paths", "HEAD", skipped)
 
@@ -194,9 +187,7 @@ def _staged_folder(repo: pygit2.Repository, info: RepoInfo, folder: str) -> dict
         name = entry.path[len(prefix):]
         if (entry.path.startswith(prefix) and "/" not in name and name.endswith(".md") and not name.startswith(".")
                 and entry.mode in (0o100644, 0o100755) and entry.path not in files):  # fmt: skip
-            blob = repo.get(entry.id)
-            if isinstance(blob, pygit2.Blob):
-                files[entry.path] = blob.data
+            files[entry.path] = blob_data(repo, entry.id, entry.path, " in the index")
     return files
 
 

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from .. import freshness
 from ..config import UrlCredentialsError, check_url
 from ..errors import MemexError
+from .objects import MissingObject, file_at
 from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
 
 if TYPE_CHECKING:
@@ -648,16 +649,16 @@ def _at_head(gitrepo: GitRepo, pr: PullRequestInfo, rel: str, data: bytes, memor
         return None, (f"the PR's head commit {short} is not in this clone, so this file cannot be compared with "
                       f"what was reviewed — run `git fetch {remote_name}`, then pr-status again")  # fmt: skip
     try:
-        blob = commit.peel(pygit2.Tree)[rel]
-    except (KeyError, ValueError, pygit2.GitError):
-        blob = None
-    if not isinstance(blob, pygit2.Blob):
+        found = file_at(commit.peel(pygit2.Tree), rel, f" in the PR's head commit {short}")
+    except MissingObject as exc:
+        return None, str(exc)
+    if found is None:
         return None, f"the PR's head commit {short} holds no file {rel}"
     try:
-        head = parse_memory(blob.data, key)
+        head = parse_memory(found.data, key)
     except MemoryFileError as exc:
         return None, f"the file in the PR's head commit {short} is unreadable ({exc})"
-    if blob.data == data or _same_text(memory, head):
+    if found.data == data or _same_text(memory, head):
         return head, ""
     return None, (f"the file here is not the text of the PR's head commit {short}, which is what GitHub "
                   "shows as reviewed — `git pull` if the branch is behind; an edit made here needs its own "

@@ -16,6 +16,7 @@ from .. import freshness
 from ..context import Context
 from ..errors import MemexError
 from ..index import SyncStats
+from .objects import file_at
 from .repo import GitRepo, open_repo
 
 if TYPE_CHECKING:
@@ -173,14 +174,9 @@ def pull(ctx: Context) -> PullReport:
     return report
 
 
-def _blob(repo: pygit2.Repository, tree: pygit2.Tree | None, rel: str) -> tuple[bytes, int] | None:
-    import pygit2
-
-    if tree is None or rel not in tree:
-        return None
-    entry = tree[rel]
-    obj = repo[entry.id]
-    return (obj.data, entry.filemode) if isinstance(obj, pygit2.Blob) else None
+def _blob(tree: pygit2.Tree | None, rel: str) -> tuple[bytes, int] | None:
+    found = file_at(tree, rel, " in HEAD")
+    return None if found is None else (found.data, found.mode)
 
 
 def _tree(repo: pygit2.Repository, commit: object) -> pygit2.Tree | None:
@@ -197,7 +193,7 @@ def _as_in_head(repo: pygit2.Repository, old: object, paths: list[str]) -> set[s
     old_tree = _tree(repo, old)
     same: set[str] = set()
     for rel in paths:
-        file, mine = workdir / rel, _blob(repo, old_tree, rel)
+        file, mine = workdir / rel, _blob(old_tree, rel)
         try:
             if mine is None:
                 if not os.path.lexists(file):
@@ -220,7 +216,7 @@ def _undo_checkout(repo: pygit2.Repository, old: object, pristine: set[str]) -> 
     old_tree = _tree(repo, old)
     clean = True
     for rel in sorted(pristine):
-        file, mine = workdir / rel, _blob(repo, old_tree, rel)
+        file, mine = workdir / rel, _blob(old_tree, rel)
         try:
             if mine is None:
                 if os.path.lexists(file):

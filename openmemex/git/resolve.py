@@ -32,6 +32,7 @@ from ..errors import ConflictError, MemexError, UsageError
 from ..memfile import MAX_FILE_BYTES, MemoryFileError, parse_memory, serialize
 from ..merge3 import TOO_DEEP, MergeOutcome, TextMerge, merge_memories
 from ..model import Memory
+from .objects import blob_data
 from .repo import GitRepo, check_memory_folder, open_repo
 
 if TYPE_CHECKING:
@@ -105,7 +106,6 @@ class ResolveReport:
 
 
 def _stage_blobs(gitrepo: GitRepo, rel: str) -> tuple[bytes | None, bytes | None, bytes | None]:
-    import pygit2
 
     conflicts = gitrepo.repo.index.conflicts
     if conflicts is None:
@@ -116,11 +116,7 @@ def _stage_blobs(gitrepo: GitRepo, rel: str) -> tuple[bytes | None, bytes | None
         raise MemexError(f"{rel} is not conflicted — nothing to resolve (`open-memex resolve` lists conflicts)") from None
 
     def data(entry: pygit2.IndexEntry | None) -> bytes | None:
-        if entry is None:
-            return None
-        blob = gitrepo.repo[entry.id]
-        assert isinstance(blob, pygit2.Blob)
-        return bytes(blob.data)
+        return None if entry is None else blob_data(gitrepo.repo, entry.id, rel, " (a side of the conflict)")
 
     return data(ancestor), data(ours), data(theirs)
 

@@ -41,6 +41,7 @@ from ..model import Memory
 from ..redact import find_secrets_in_memory_file
 from ..review import apply_transition, reviewer
 from .commit_hooks import HookRun
+from .objects import file_at
 from .repo import GITATTRIBUTES, GitRepo, check_memory_folder, ensure_gitattributes, open_repo
 
 if TYPE_CHECKING:
@@ -550,12 +551,8 @@ def _head_bytes(gitrepo: GitRepo, path: Path) -> bytes | None:
     repo = gitrepo.repo
     if repo.head_is_unborn:
         return None
-    try:
-        entry = repo.head.peel(pygit2.Commit).tree[gitrepo.rel(path)]
-    except KeyError:
-        return None
-    blob = repo[entry.id]
-    return blob.data if isinstance(blob, pygit2.Blob) else None
+    found = file_at(repo.head.peel(pygit2.Tree), gitrepo.rel(path), " in HEAD")
+    return None if found is None else found.data
 
 
 def _committed(gitrepo: GitRepo, path: Path) -> bool:
@@ -800,19 +797,18 @@ def stale_in_index(gitrepo: GitRepo, owed: list[str] | None = None) -> list[str]
         except (pygit2.GitError, OSError):
             return None
         for rel in owed:
+            found = file_at(tree, rel, " in HEAD")
             try:
-                entry = tree[rel]
                 data = (gitrepo.workdir / rel).read_bytes()
-            except (KeyError, OSError):
+            except OSError:
                 continue
-            blob = repo[entry.id]
-            if not isinstance(blob, pygit2.Blob) or blob.data != data:
+            if found is None or found.data != data:
                 continue
             try:
                 current = idx[rel].id
             except KeyError:
                 current = None
-            if current != entry.id:
+            if current != found.id:
                 due.append(rel)
     return due
 
@@ -914,10 +910,8 @@ def _verify(gitrepo: GitRepo, commit: str | None, written: list[Path]) -> None:
     tree = repo.revparse_single(commit).peel(pygit2.Tree)
     for path in written:
         rel = gitrepo.rel(path)
-        try:
-            entry = tree[rel]
-        except KeyError:
-            raise MemexError(f"verification failed: {rel} is not in commit {commit[:8]}") from None
-        blob = repo[entry.id]
-        if not isinstance(blob, pygit2.Blob) or blob.data != path.read_bytes():
+        found = file_at(tree, rel, f" in commit {commit[:8]}")
+        if found is None:
+            raise MemexError(f"verification failed: {rel} is not in commit {commit[:8]}")
+        if found.data != path.read_bytes():
             raise MemexError(f"verification failed: {rel} in commit {commit[:8]} differs from the file")

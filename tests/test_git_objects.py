@@ -1,0 +1,103 @@
+"""Reading a file out of git objects (``git/objects.py``): every shape a tree entry takes, and
+a real partial clone (``git clone --filter=blob:none``), whose missing blobs git fetches on
+demand and libgit2 cannot: each reader names the git command that fetches them, and that
+command works."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from openmemex.git.objects import MissingObject, blob_data, file_at
+from tests.conftest import git
+from tests.test_check import prs
+
+
+def _shapes(tmp_path: Path) -> pygit2.Repository:
+    """A commit holding a file, an executable, a symbolic link, a folder and a submodule."""
+    repo = tmp_path / "shapes"
+    (repo / "d").mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "d" / "a.md").write_text("hello\n")
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    os.symlink("a.md", repo / "d" / "link.md")
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "files", cwd=repo)
+    head = git("rev-parse", "HEAD", cwd=repo).strip()
+    git("update-index", "--add", "--cacheinfo", f"160000,{head},sub", cwd=repo)
+    git("commit", "-q", "-m", "a submodule", cwd=repo)
+    return pygit2.Repository(str(repo))
+
+
+def test_file_at_tells_each_shape_of_entry(tmp_path: Path) -> None:
+    repo = _shapes(tmp_path)
+    tree = repo.head.peel(pygit2.Tree)
+    found = file_at(tree, "d/a.md")
+    assert found is not None and (found.data, found.mode) == (b"hello\n", pygit2.enums.FileMode.BLOB)
+    assert str(found.id) == git("rev-parse", "HEAD:d/a.md", cwd=Path(repo.workdir)).strip()
+    executable = file_at(tree, "run.sh")
+    assert executable is not None and executable.mode == pygit2.enums.FileMode.BLOB_EXECUTABLE
+    link = file_at(tree, "d/link.md")
+    assert link is not None and (link.data, link.mode) == (b"a.md", pygit2.enums.FileMode.LINK)
+    for absent in ("d", "sub", "nope.md", "d/a.md/x", "d/../run.sh", "", "/d/a.md", "d//a.md"):
+        assert file_at(tree, absent) is None, absent
+    assert file_at(None, "d/a.md") is None
+
+
+@pytest.fixture
+def partial_clone(tmp_path: Path) -> Path:
+    """The "clean" memory PR, cloned with ``--filter=blob:none`` over file://: the checkout
+    fetched HEAD's blobs, not the base versions of the memory files the PR changes."""
+    source = Path(prs.build("clean", tmp_path / "source"))
+    git("config", "uploadpack.allowFilter", "true", cwd=source)
+    clone = tmp_path / "clone"
+    git("clone", "-q", "--filter=blob:none", source.as_uri(), str(clone), cwd=tmp_path)
+    return clone
+
+
+def _missing_in(clone: Path) -> tuple[str, str]:
+    """A memory file the PR changed whose base version this clone lacks: (path, blob id)."""
+    base = git("merge-base", "origin/main", "HEAD", cwd=clone).strip()
+    changed = git("diff", "--name-only", "--no-renames", "--diff-filter=M", base, "HEAD", cwd=clone).split()
+    lacking = git("rev-list", "--objects", "--missing=print", base, cwd=clone).split()
+    for rel in changed:
+        oid = git("ls-tree", "--object-only", base, rel, cwd=clone).strip()
+        if f"?{oid}" in lacking:
+            return rel, oid
+    raise AssertionError("the partial clone holds every base version: the fixture no longer tests anything")
+
+
+def test_a_blob_the_clone_lacks_is_named_with_the_fetch(partial_clone: Path) -> None:
+    rel, oid = _missing_in(partial_clone)
+    repo = pygit2.Repository(str(partial_clone))
+    base = repo.revparse_single(git("merge-base", "origin/main", "HEAD", cwd=partial_clone).strip())
+    with pytest.raises(MissingObject) as raised:
+        file_at(base.peel(pygit2.Tree), rel, " in the base")
+    assert raised.value.rel == rel and f"{rel} in the base: this clone does not hold that version" in str(raised.value)
+    assert f"git cat-file -p {oid} >/dev/null" in str(raised.value)
+    with pytest.raises(MissingObject):
+        blob_data(repo, pygit2.Oid(hex=oid), rel)
+    subprocess.run(f"git cat-file -p {oid} >/dev/null", shell=True, cwd=partial_clone, check=True)  # the named fix
+    found = file_at(pygit2.Repository(str(partial_clone)).revparse_single(str(base.id)).peel(pygit2.Tree), rel)
+    assert found is not None and found.data == git("show", f"{oid}", cwd=partial_clone).encode()
+
+
+def test_check_base_in_a_partial_clone_names_one_fetch_for_all(partial_clone: Path) -> None:
+    """A CI checkout with a blob filter: one line naming the command that fetches every version
+    check --base reads (not a raw object id and a traceback); after it, the check runs."""
+    run = [sys.executable, "-m", "openmemex", "check", "--base", "origin/main"]
+    proc = subprocess.run(run, cwd=partial_clone, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert "this clone does not hold that version of the file (a partial clone" in line and "Traceback" not in line
+    command = line.split("run `", 1)[1].split("`", 1)[0]
+    assert command.startswith("git diff ") and command.endswith(" HEAD -- .ai/open-memex >/dev/null")
+    subprocess.run(command, shell=True, cwd=partial_clone, check=True)
+    proc = subprocess.run(run, cwd=partial_clone, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
