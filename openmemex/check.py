@@ -182,9 +182,23 @@ def history_leads_to(history: Sequence[Any]) -> Any:
     return last[-1].get("to") if last else None
 
 
+def _first_not_kept(kept: list[Any], now: list[Any]) -> int | None:
+    """The number of the first base entry ``now`` lacks, in order (None: all kept). Entries
+    may stand between them: a merge interleaves two branches' histories by time (D29), so a
+    remark one branch made before the other's approval reached it sits before that approval."""
+    at = 0
+    for number, entry in enumerate(kept, start=1):
+        while at < len(now) and now[at] != entry:
+            at += 1
+        if at == len(now):
+            return number
+        at += 1
+    return None
+
+
 def review_problems(path: str, text: str, memory: Memory, base: Memory | None, arrives: str | None = None) -> list[Problem]:
     """The review ladder: every recorded step is one legal step, a reviewed state is recorded,
-    the state is the history's last step, and the base's history is kept as a prefix.
+    the state is where the history's last step led, and the base's entries are all kept, in order.
 
     Against a base, what the change adds is judged too (the file alone cannot tell a real
     review from a typed one): a memory that ``arrives`` with this ``"pr"`` or ``"commit"``
@@ -206,7 +220,7 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None, a
             problems.append(Problem(path, at_history, "review-transition",
                                     f"review_history entry {number} records {frm or 'nothing'} → {to}, which skips the review ladder "
                                     "(draft → proposed → approved → published)", fix))  # fmt: skip
-    if state in REVIEWED and not any(step.get("to") == state for step in history):
+    if state in REVIEWED and not any(step.get("to") == state != step.get("from") for step in history):
         problems.append(Problem(path, at_state, "review-transition",
                                 f"review_state is {state} but review_history records no step to {state} (a jump without review)", fix))  # fmt: skip
     elif (led := history_leads_to(history)) is not None and led != state:
@@ -220,11 +234,11 @@ def review_problems(path: str, text: str, memory: Memory, base: Memory | None, a
         return problems
     kept = [_stated(e) for e in base.review_history if isinstance(e, dict)]
     now = [_stated(e) for e in history]
-    if now[: len(kept)] != kept:
-        gone = next(n for n, e in enumerate(kept, start=1) if n > len(now) or now[n - 1] != e)
+    gone = _first_not_kept(kept, now)
+    if gone is not None:
         problems.append(Problem(path, at_history, "review-history",
-                                f"review_history was rewritten: entry {gone} of the base version is missing or changed (the history is append-only)",
-                                "restore the base version's entries (`git show BASE:PATH`) and only append after them"))  # fmt: skip
+                                f"review_history was rewritten: entry {gone} of the base version is missing, changed or out of order (the history only grows)",
+                                "restore the base version's entries (`git show BASE:PATH`) in their order and only add new ones"))  # fmt: skip
     elif base.review_state != state and len(history) == len(kept) and not any(p.line == at_state for p in problems):
         problems.append(Problem(path, at_state, "review-transition",
                                 f"review_state changed from {base.review_state} to {state} without a review_history entry", fix))  # fmt: skip

@@ -214,13 +214,24 @@ def _history_conflicts(ours: Memory, theirs: Memory, merged: Memory, labels: tup
     rejection). Neither reviewer saw the other's decision, and check would refuse the file:
     a human decides. A side already off on its own is not this merge's doing."""
     led = history_leads_to(merged.review_history)
-    if led is None or led == merged.review_state:
-        return []
-    if any(history_leads_to(side.review_history) not in (None, side.review_state) for side in (ours, theirs)):
-        return []
-    return [f"review_state: {labels[0]} and {labels[1]} took different review steps — the merged history ends "
-            f"→ {led} but the state would be {merged.review_state}; decide which stands by hand (`open-memex "
-            "promote` records the step)"]  # fmt: skip
+    if led is not None and led != merged.review_state:
+        if any(history_leads_to(side.review_history) not in (None, side.review_state) for side in (ours, theirs)):
+            return []
+        return [f"review_state: {labels[0]} and {labels[1]} took different review steps — the merged history ends "
+                f"→ {led} but the state would be {merged.review_state}; decide which stands by hand (`open-memex "
+                "promote` records the step)"]  # fmt: skip
+    if _after_publish(merged) and not (_after_publish(ours) or _after_publish(theirs)):
+        return [f"review_history: {labels[0]} and {labels[1]} — one side published the memory and the other recorded "
+                "an entry dated after that, which the merged history would put after the publish (published is "
+                "terminal); keep the publish last by hand"]  # fmt: skip
+    return []
+
+
+def _after_publish(memory: Memory) -> bool:
+    """Whether a published memory's history holds an entry after the step that published it."""
+    steps = [e for e in memory.review_history if isinstance(e, dict)]
+    publish = [i for i, e in enumerate(steps) if e.get("to") == "published" != e.get("from")]
+    return memory.review_state == "published" and bool(publish) and publish[-1] < len(steps) - 1
 
 
 def _reviewed_here(base: Memory | None, side: Memory) -> bool:

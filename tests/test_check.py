@@ -66,7 +66,7 @@ VIOLATIONS = {
     "secret": ("secret", 31, "possible secret (github-pat) at column 38: ghp_xxxx", "rotate it"),
     "review-jump": ("review-transition", 18, "review_state is published but review_history records no step to published", "open-memex promote"),
     "review-unrecorded": ("review-transition", 18, "review_state is approved but review_history records no step to approved", "open-memex promote"),
-    "review-history-rewritten": ("review-history", 23, "entry 1 of the base version is missing or changed", "only append after them"),
+    "review-history-rewritten": ("review-history", 23, "entry 1 of the base version is missing, changed or out of order", "in their order and only add new ones"),
     "chain-one-sided": ("supersede-chain", 16, f"says supersedes: {prs.REPLACED}, but .ai/open-memex/{prs.REPLACED}.md says superseded_by: nothing",
                         f"superseded_by: {prs.NEW}"),
     "chain-missing-target": ("supersede-chain", 16, "supersedes: 01J0000000000000000000GN01 is not in the repository", "or clear supersedes"),
@@ -213,6 +213,9 @@ def test_legal_review_histories_pass(state: str, history: list[tuple[str | None,
     ("approved", [("draft", "proposed", "a")], "review_state is approved but review_history records no step to approved"),
     ("proposed", [("draft", "proposed", "a"), ("proposed", "rejected", "b")], "the last review_history step records → rejected"),
     ("proposed", [(None, "approved", "a"), ("approved", "proposed", "a")], "records nothing → approved"),
+    # a remark records no step: it cannot stand for the approval (a supersede replacement starts with none, D64)
+    ("approved", [("approved", "approved", "mallory")], "review_history records no step to approved"),
+    ("published", [("draft", "proposed", "a"), ("published", "published", "mallory")], "records no step to published"),
     # a remark after a real step does not hide it
     ("approved", [("draft", "proposed", "a"), ("proposed", "approved", "b"), ("approved", "rejected", "c"),
                   ("rejected", "rejected", "d")], "the last review_history step records → rejected"),
@@ -223,13 +226,30 @@ def test_illegal_review_histories_fail(state: str, history: list[tuple[str | Non
     assert any(words in p.message for p in problems), [p.message for p in problems]
 
 
+def test_a_merge_may_interleave_entries_but_never_drop_or_reorder_the_bases() -> None:
+    """Two branches' histories merge by time (D29): a remark one branch made before the other's
+    approval reached it stands before that approval; the base's entries stay, in order."""
+    import copy
+
+    base = parsed(state="approved", history=[("draft", "proposed", "a"), ("proposed", "approved", "b")])
+    proposed, approved = base.review_history  # type: ignore[attr-defined]
+    remark = {"at": "2026-01-05T12:00:00Z", "by": "c", "from": "proposed", "to": "proposed", "note": "see PR #42"}
+    merged = copy.deepcopy(base)
+    merged.review_history = [proposed, remark, approved]  # type: ignore[attr-defined]
+    assert review_problems("m.md", "", merged, base) == []  # type: ignore[arg-type]
+    swapped = copy.deepcopy(base)
+    swapped.review_history = [approved, proposed]  # type: ignore[attr-defined]
+    (problem,) = [p for p in review_problems("m.md", "", swapped, base) if p.check == "review-history"]  # type: ignore[arg-type]
+    assert "entry 2 of the base version is missing, changed or out of order" in problem.message
+
+
 def test_history_append_only_against_the_base() -> None:
     base = parsed(state="proposed", history=[("draft", "proposed", "a")])
     appended = parsed(state="approved", history=[("draft", "proposed", "a"), ("proposed", "approved", "b")])
     assert review_problems("m.md", "", appended, base) == []  # type: ignore[arg-type]
     reworded = parsed(state="approved", history=[("draft", "proposed", "someone else"), ("proposed", "approved", "b")])
     (problem,) = review_problems("m.md", "", reworded, base)  # type: ignore[arg-type]
-    assert problem.check == "review-history" and "entry 1 of the base version is missing or changed" in problem.message
+    assert problem.check == "review-history" and "entry 1 of the base version is missing, changed or out of order" in problem.message
 
 
 def test_chain_loops_and_self_pointers() -> None:

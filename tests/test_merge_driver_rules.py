@@ -184,6 +184,37 @@ def test_a_rejection_after_the_other_sides_approval_merges(cli: Any, git_repo: P
     assert result.rc == 0, result.out + result.err
 
 
+def test_a_remark_made_before_the_other_sides_approval_passes_check_against_either_side(cli: Any, git_repo: Path) -> None:
+    """The remark sorts before the approval (D29, by time): each side's entries stay in order, so
+    the PR's gate (`check --base`) accepts the merged file whichever branch is the base."""
+    memory_id = new_ulid()
+    rel = f"{MEMDIR}/{memory_id}.md"
+    remark = dict(LOOKED, at="2026-01-02T12:00:00Z")
+    base = _text(git_repo, memory_id)
+    ours = _text(git_repo, memory_id, **APPROVED)
+    theirs = _text(git_repo, memory_id, review_history=[PROPOSE, remark], updated_at="2026-01-02T12:00:00Z")
+    memory = parse_memory(_clean(_merge(cli, git_repo, rel, base, ours, theirs), git_repo, rel).encode())
+    assert (memory.review_state, memory.review_history) == ("approved", [PROPOSE, remark, APPROVE])
+    for side in ("HEAD^1", "HEAD^2"):
+        result = cli("check", "--base", side)
+        assert result.rc == 0, (side, result.out + result.err)
+
+
+@pytest.mark.parametrize("publisher", ["ours", "theirs"])
+def test_an_entry_dated_after_the_other_sides_publish_conflicts(cli: Any, git_repo: Path, publisher: str) -> None:
+    """Published is terminal: the merged history would hold an entry after the publish."""
+    memory_id = new_ulid()
+    rel = f"{MEMDIR}/{memory_id}.md"
+    base = _text(git_repo, memory_id, **APPROVED)
+    published = _text(git_repo, memory_id, **PUBLISHED)
+    late = {"at": "2026-01-06T00:00:00Z", "by": "carol", "from": "approved", "to": "approved", "note": "nit"}
+    remarked = _text(git_repo, memory_id, **{**APPROVED, "review_history": [PROPOSE, APPROVE, late]})
+    ours, theirs = (published, remarked) if publisher == "ours" else (remarked, published)
+    proc = _merge(cli, git_repo, rel, base, ours, theirs)
+    _conflicted(proc, git_repo, rel, ours, theirs)
+    assert "published is terminal" in proc.stderr
+
+
 # 2. lists merge as sets against the base ----------------------------------------------------------
 
 
