@@ -237,13 +237,13 @@ class _Vetting:
             self._tree = _tree(workdir, self._tip[1]) if self._tip else None
         if self._tree is None:
             return False
-        from .git.objects import MissingObject, file_at
+        from .git.objects import UnreadableObject, file_at
 
         try:
             found = file_at(self._tree, rel)
             merged = parse_memory(found.data) if found is not None else None
-        except (MissingObject, MemoryFileError):
-            return False  # not on the default branch, not a file there, or not in this clone
+        except (UnreadableObject, MemoryFileError):
+            return False  # not on the default branch, not a file there, not in this clone, or damaged
         return (merged is not None and merged.id == memory.id and merged.role == memory.role
                 and merged.status == "active" and not merged.superseded_by  # a branch cannot revive a replaced one
                 and merged.review_state in REVIEWED and _review_recorded(merged)

@@ -101,3 +101,59 @@ def test_check_base_in_a_partial_clone_names_one_fetch_for_all(partial_clone: Pa
     subprocess.run(command, shell=True, cwd=partial_clone, check=True)
     proc = subprocess.run(run, cwd=partial_clone, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _damage(repo: Path, rel: str) -> str:
+    """Overwrite HEAD's loose object of ``rel`` with bytes that do not inflate; its id."""
+    oid = git("rev-parse", f"HEAD:{rel}", cwd=repo).strip()
+    obj = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(b"damaged")
+    return oid
+
+
+def test_a_damaged_object_is_named_as_such(tmp_path: Path) -> None:
+    repo = _shapes(tmp_path)
+    oid = _damage(Path(repo.workdir), "d/a.md")
+    from openmemex.git.objects import DamagedObject
+
+    fresh = pygit2.Repository(repo.workdir)
+    with pytest.raises(DamagedObject, match=r"d/a\.md in HEAD: git's copy of it cannot be read .*`git fsck`"):
+        file_at(fresh.head.peel(pygit2.Tree), "d/a.md", " in HEAD")
+    with pytest.raises(DamagedObject):
+        blob_data(fresh, pygit2.Oid(hex=oid), "d/a.md")
+
+
+def test_the_session_start_hook_keeps_its_context_past_a_damaged_object(git_repo: Path) -> None:
+    """One approved instruction whose committed copy is damaged counts as not vetted (withheld,
+    as any instruction the default branch does not vouch for); the others still reach the agent."""
+    import json
+
+    from openmemex.context import Context
+    from openmemex.memfile import serialize
+    from openmemex.model import Memory
+
+    with Context.load(git_repo) as ctx:
+        key = ctx.project.key
+    history = [{"at": "2026-01-02T00:00:00Z", "by": "bob", "from": "draft", "to": "proposed", "note": None},
+               {"at": "2026-01-03T00:00:00Z", "by": "alice", "from": "proposed", "to": "approved", "note": None}]  # fmt: skip
+    folder = git_repo / ".ai" / "open-memex"
+    folder.mkdir(parents=True)
+    rels = []
+    for n, body in enumerate(["Always run migrations with --lock-timeout 5s.", "The deploy script is ops/deploy.sh."]):
+        memory_id = f"01J00000000000000000000DM{n}"
+        memory = Memory(id=memory_id, scope="project", scope_key=key, body=body, type="decision", visibility="internal",
+                        project_name="widgets", role="instruction", tags=["deploy"], created_at="2026-01-01T00:00:00Z",
+                        updated_at="2026-01-01T00:00:00Z", review_state="approved", proposed_by="bob",
+                        approved_by="alice", review_history=history)  # fmt: skip
+        (folder / f"{memory_id}.md").write_text(serialize(memory))
+        rels.append(f".ai/open-memex/{memory_id}.md")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-q", "-m", "memories", cwd=git_repo)
+    _damage(git_repo, rels[1])
+    payload = json.dumps({"session_id": "s1", "cwd": str(git_repo), "hook_event_name": "SessionStart", "source": "startup"})
+    proc = subprocess.run([sys.executable, "-m", "openmemex", "hook", "session-start"], cwd=git_repo, input=payload,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "--lock-timeout 5s" in context and "ops/deploy.sh" not in context, context

@@ -16,7 +16,17 @@ if TYPE_CHECKING:
     import pygit2
 
 
-class MissingObject(MemexError):
+class UnreadableObject(MemexError):
+    """The tree names a file whose content cannot be read here."""
+
+
+class DamagedObject(UnreadableObject):
+    def __init__(self, rel: str, where: str, error: object) -> None:
+        super().__init__(f"{rel}{where}: git's copy of it cannot be read ({error}) — check the repository with "
+                         "`git fsck`")  # fmt: skip
+
+
+class MissingObject(UnreadableObject):
     """The tree names a file whose content is not in this clone; ``fix`` is how git fetches it."""
 
     def __init__(self, rel: str, where: str, fix: str) -> None:
@@ -42,7 +52,7 @@ def missing(rel: str, oid: object | None, where: str = "") -> MissingObject:
 def file_at(tree: pygit2.Tree | None, rel: str, where: str = "") -> TreeFile | None:
     """``rel`` in ``tree`` (a regular file or a symbolic link's target path); None when the
     tree holds no file there. Raises :class:`MissingObject` when it names one this clone
-    lacks. ``where`` ends that message's subject (" in commit 1a2b3c4d")."""
+    lacks, :class:`DamagedObject` when git's copy of it is damaged. ``where`` ends that message's subject (" in commit 1a2b3c4d")."""
     import pygit2
 
     if tree is None:
@@ -61,13 +71,19 @@ def file_at(tree: pygit2.Tree | None, rel: str, where: str = "") -> TreeFile | N
         data = found.data
     except KeyError:  # NotFoundError (both a GitError and a KeyError)
         raise missing(rel, found.id, where) from None
+    except pygit2.GitError as exc:  # a damaged object (a loose object that will not inflate)
+        raise DamagedObject(rel, where, exc) from None
     return TreeFile(bytes(data), int(found.filemode), found.id)
 
 
 def blob_data(repo: pygit2.Repository, oid: pygit2.Oid, rel: str, where: str = "") -> bytes:
     """The content of blob ``oid`` (the file ``rel``, for the message). Raises
-    :class:`MissingObject` when this clone lacks it."""
+    :class:`MissingObject` when this clone lacks it, :class:`DamagedObject` when git's copy is damaged."""
+    import pygit2
+
     try:
         return bytes(repo.odb.read(oid)[1])
     except KeyError:
         raise missing(rel, oid, where) from None
+    except pygit2.GitError as exc:
+        raise DamagedObject(rel, where, exc) from None
