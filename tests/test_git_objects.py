@@ -88,16 +88,30 @@ def test_a_blob_the_clone_lacks_is_named_with_the_fetch(partial_clone: Path) -> 
     assert found is not None and found.data == git("show", f"{oid}", cwd=partial_clone).encode()
 
 
-def test_check_base_in_a_partial_clone_names_one_fetch_for_all(partial_clone: Path) -> None:
-    """A CI checkout with a blob filter: one line naming the command that fetches every version
-    check --base reads (not a raw object id and a traceback); after it, the check runs."""
+def _clone(tmp_path: Path, *options: str) -> Path:
+    source = Path(prs.build("clean", tmp_path / "source"))
+    git("config", "uploadpack.allowFilter", "true", cwd=source)
+    clone = tmp_path / "clone"
+    git("clone", "-q", *options, source.as_uri(), str(clone), cwd=tmp_path)
+    return clone
+
+
+@pytest.mark.parametrize("options", [("--filter=blob:none",), ("--filter=tree:0",), ("--filter=blob:none", "--sparse")],
+                         ids=["blob-none", "tree-0", "sparse"])  # fmt: skip
+def test_check_base_in_a_partial_clone_names_one_fetch_for_all(tmp_path: Path, options: tuple[str, ...]) -> None:
+    """A CI checkout with a filter: one line naming the command that fetches every version
+    check --base reads (not a raw object id and a traceback); after it, the check runs. A
+    sparse clone whose cone leaves the memory folder out lacks HEAD's files too; a tree:0
+    clone lacks the folders themselves."""
+    partial_clone = _clone(tmp_path, *options)
     run = [sys.executable, "-m", "openmemex", "check", "--base", "origin/main"]
     proc = subprocess.run(run, cwd=partial_clone, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
     (line,) = proc.stderr.splitlines()
-    assert "this clone does not hold that version of the file (a partial clone" in line and "Traceback" not in line
+    assert "this clone does not hold that version (a partial clone" in line and "Traceback" not in line
     command = line.split("run `", 1)[1].split("`", 1)[0]
-    assert command.startswith("git diff ") and command.endswith(" HEAD -- .ai/open-memex >/dev/null")
+    assert command.startswith("git diff ") and command.endswith(" HEAD -- .ai/open-memex >/dev/null && git archive "
+                                                                "HEAD .ai/open-memex >/dev/null")  # fmt: skip
     subprocess.run(command, shell=True, cwd=partial_clone, check=True)
     proc = subprocess.run(run, cwd=partial_clone, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -157,3 +171,18 @@ def test_the_session_start_hook_keeps_its_context_past_a_damaged_object(git_repo
     assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "--lock-timeout 5s" in context and "ops/deploy.sh" not in context, context
+
+
+def test_a_commit_in_a_sparse_partial_clone_is_not_held_up(tmp_path: Path) -> None:
+    """The pre-commit check reads the memory folder as the index holds it; outside the sparse
+    cone its blobs were never fetched. The new memory is checked, the commit goes through."""
+    clone = _clone(tmp_path, "--filter=blob:none", "--sparse")
+    git("sparse-checkout", "set", "no-such-folder", cwd=clone)
+    rel = ".ai/open-memex/01J0000000000000000000SPA1.md"
+    (clone / rel).parent.mkdir(parents=True, exist_ok=True)
+    (clone / rel).write_text(prs.memory("01J0000000000000000000SPA1", "Sparse clones keep the memory folder out.",
+                                        state="proposed", history=[("draft", "proposed", "alice")]))  # fmt: skip
+    git("add", "--sparse", rel, cwd=clone)
+    proc = subprocess.run([sys.executable, "-m", "openmemex", "check", rel], cwd=clone, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr

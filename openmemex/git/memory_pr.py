@@ -16,6 +16,7 @@ never staged is not in the commit), with the given files as they are on disk.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..check import CheckInput, Problem
 from ..errors import MemexError, UsageError
 from ..gitinfo import RepoInfo, discover
-from .objects import MissingObject, blob_data, file_at
+from .objects import MissingObject, UnreadableObject, blob_data, file_at, missing
 
 if TYPE_CHECKING:
     import pygit2
@@ -55,8 +56,12 @@ def gather(cwd: Path, memory_dir: str, base_ref: str | None, paths: list[str]) -
     if paths:
         return _from_disk(repo, info, folder, paths, cwd)
     head = _head_tree(repo)
-    blobs = _folder_blobs(repo, head, folder) if head is not None else {}
-    files = [(path, blob_data(repo, oid, path, " in HEAD")) for path, oid in blobs.items()]
+    try:
+        blobs = _folder_blobs(repo, head, folder) if head is not None else {}
+        files = [(path, blob_data(repo, oid, path, " in HEAD")) for path, oid in blobs.items()]
+    except MissingObject as exc:  # one command for every file, not one run per file
+        raise MissingObject(exc.rel, exc.where, f"run `git archive HEAD {shlex.quote(folder)} >/dev/null` so git "
+                            "fetches every file check reads") from None  # fmt: skip
     shape = _folder_shape(head, folder) if head is not None else []
     return Gathered(CheckInput(files, universe=files, problems=shape), "head")
 
@@ -110,7 +115,9 @@ def _folder_blobs(repo: pygit2.Repository, tree: pygit2.Tree, folder: str) -> di
 
     try:
         sub = tree[folder]
-    except KeyError:
+    except KeyError as exc:
+        if isinstance(exc, pygit2.GitError):  # NotFoundError: a folder on the way is not in this clone (tree:0)
+            raise missing(folder, None) from None
         return {}
     if not isinstance(sub, pygit2.Tree):
         return {}
@@ -134,18 +141,23 @@ def _from_base(repo: pygit2.Repository, folder: str, ref: str, only: list[str]) 
         raise UsageError(f"cannot find where {ref} and HEAD meet ({exc}) — {FETCH_HINT}") from None
     if merge_base is None:
         raise UsageError(f"{ref} and HEAD share no history — pass the branch this one was started from as --base")
-    base_files = _folder_blobs(repo, repo[merge_base].peel(pygit2.Tree), folder)
-    head_files = _folder_blobs(repo, head.peel(pygit2.Tree), folder)
-    wanted = [p for p, oid in head_files.items() if base_files.get(p) != oid and _selected(p, only)]
     at_base = f" in {ref} (where it meets HEAD, {str(merge_base)[:8]})"
+    quoted = shlex.quote(folder)
+    fetch = (f"run `git diff {str(merge_base)[:12]} HEAD -- {quoted} >/dev/null && git archive HEAD {quoted} "
+             ">/dev/null` so git fetches every version check --base reads (in CI: fetch in full)")  # fmt: skip
     try:  # every version read here, so a partial clone that lacks some is told once how to fetch them all
+        try:
+            base_files = _folder_blobs(repo, repo[merge_base].peel(pygit2.Tree), folder)
+            head_files = _folder_blobs(repo, head.peel(pygit2.Tree), folder)
+        except pygit2.GitError:  # a commit's tree not in this clone (--filter=tree:0)
+            raise missing(folder, None, at_base) from None
+        wanted = [p for p, oid in head_files.items() if base_files.get(p) != oid and _selected(p, only)]
         universe = {path: blob_data(repo, oid, path, " in HEAD") for path, oid in head_files.items()}
         deleted = [(p, blob_data(repo, oid, p, at_base)) for p, oid in base_files.items()
                    if p not in head_files and _selected(p, only)]  # fmt: skip
         before = {p: blob_data(repo, base_files[p], p, at_base) for p in wanted if p in base_files}
     except MissingObject as exc:
-        raise MissingObject(exc.rel, exc.where, f"run `git diff {str(merge_base)[:12]} HEAD -- {folder} >/dev/null` "
-                            "so git fetches every version check --base reads (in CI: fetch in full)") from None  # fmt: skip
+        raise MissingObject(exc.rel, exc.where, fetch) from None
 
     pr = CheckInput([(p, universe[p]) for p in wanted], before.get, list(universe.items()), deleted,
                     _folder_shape(head.peel(pygit2.Tree), folder), kind="pr")  # fmt: skip
@@ -187,7 +199,10 @@ def _staged_folder(repo: pygit2.Repository, info: RepoInfo, folder: str) -> dict
         name = entry.path[len(prefix):]
         if (entry.path.startswith(prefix) and "/" not in name and name.endswith(".md") and not name.startswith(".")
                 and entry.mode in (0o100644, 0o100755) and entry.path not in files):  # fmt: skip
-            files[entry.path] = blob_data(repo, entry.id, entry.path, " in the index")
+            try:
+                files[entry.path] = blob_data(repo, entry.id, entry.path, " in the index")
+            except UnreadableObject:
+                continue  # outside a sparse partial clone's cone: not fetched; as before, the commit is not held up
     return files
 
 

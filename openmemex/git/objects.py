@@ -31,7 +31,7 @@ class MissingObject(UnreadableObject):
 
     def __init__(self, rel: str, where: str, fix: str) -> None:
         self.rel, self.where = rel, where
-        super().__init__(f"{rel}{where}: this clone does not hold that version of the file (a partial clone: git "
+        super().__init__(f"{rel}{where}: this clone does not hold that version (a partial clone: git "
                          f"fetches what it lacks when it reads it, libgit2 cannot) — {fix}, or clone without "
                          "--filter; then run this again")  # fmt: skip
 
