@@ -95,17 +95,27 @@ def test_an_approval_never_covers_the_other_sides_change(cli: Any, git_repo: Pat
     assert (git_repo / rel).read_text() == text  # resolve left it untouched
 
 
+LATE = {"at": "2026-01-06T00:00:00Z", "by": "carol", "from": "approved", "to": "approved", "note": "nit"}
+AFTER_PUBLISH = {  # what the other side did, and the words of the conflict
+    "tags": ({"tags": ["db", "deploy", "prod"]}, "published its version, but"),
+    # an entry dated after the publish: the merged history would put it after a terminal step
+    "late entry": ({"review_history": [PROPOSE, APPROVE, LATE]}, "published is terminal"),
+}
+
+
 @pytest.mark.parametrize("publisher", ["ours", "theirs"])
-def test_a_publish_never_covers_the_other_sides_change(cli: Any, git_repo: Path, publisher: str) -> None:
+@pytest.mark.parametrize("other", AFTER_PUBLISH)
+def test_a_publish_never_takes_the_other_sides_change(cli: Any, git_repo: Path, publisher: str, other: str) -> None:
     memory_id = new_ulid()
     rel = f"{MEMDIR}/{memory_id}.md"
+    change, words = AFTER_PUBLISH[other]
     base = _text(git_repo, memory_id, **APPROVED)
     published = _text(git_repo, memory_id, **PUBLISHED)
-    changed = _text(git_repo, memory_id, **APPROVED, tags=["db", "deploy", "prod"])
+    changed = _text(git_repo, memory_id, **{**APPROVED, **change})
     ours, theirs = (published, changed) if publisher == "ours" else (changed, published)
     proc = _merge(cli, git_repo, rel, base, ours, theirs)
     _conflicted(proc, git_repo, rel, ours, theirs)
-    assert "published its version, but" in proc.stderr
+    assert words in proc.stderr
 
 
 def test_two_sides_each_approved_again_after_their_own_edit_conflict(cli: Any, git_repo: Path) -> None:
@@ -198,21 +208,6 @@ def test_a_remark_made_before_the_other_sides_approval_passes_check_against_eith
     for side in ("HEAD^1", "HEAD^2"):
         result = cli("check", "--base", side)
         assert result.rc == 0, (side, result.out + result.err)
-
-
-@pytest.mark.parametrize("publisher", ["ours", "theirs"])
-def test_an_entry_dated_after_the_other_sides_publish_conflicts(cli: Any, git_repo: Path, publisher: str) -> None:
-    """Published is terminal: the merged history would hold an entry after the publish."""
-    memory_id = new_ulid()
-    rel = f"{MEMDIR}/{memory_id}.md"
-    base = _text(git_repo, memory_id, **APPROVED)
-    published = _text(git_repo, memory_id, **PUBLISHED)
-    late = {"at": "2026-01-06T00:00:00Z", "by": "carol", "from": "approved", "to": "approved", "note": "nit"}
-    remarked = _text(git_repo, memory_id, **{**APPROVED, "review_history": [PROPOSE, APPROVE, late]})
-    ours, theirs = (published, remarked) if publisher == "ours" else (remarked, published)
-    proc = _merge(cli, git_repo, rel, base, ours, theirs)
-    _conflicted(proc, git_repo, rel, ours, theirs)
-    assert "published is terminal" in proc.stderr
 
 
 # 2. lists merge as sets against the base ----------------------------------------------------------
