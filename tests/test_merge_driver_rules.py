@@ -23,6 +23,7 @@ PROPOSE = {"at": "2026-01-02T00:00:00Z", "by": "bob", "from": "draft", "to": "pr
 APPROVE = {"at": "2026-01-03T00:00:00Z", "by": "alice", "from": "proposed", "to": "approved", "note": None}
 PUBLISH = {"at": "2026-01-04T00:00:00Z", "by": "alice", "from": "approved", "to": "published", "note": None}
 LOOKED = {"at": "2026-01-05T00:00:00Z", "by": "carol", "from": "proposed", "to": "proposed", "note": "see PR #42"}
+REJECT = {"at": "2026-01-02T12:00:00Z", "by": "carol", "from": "proposed", "to": "rejected", "note": "needs a source"}
 APPROVED = {"review_state": "approved", "approved_by": "alice", "review_history": [PROPOSE, APPROVE]}
 PUBLISHED = {"review_state": "published", "approved_by": "alice", "review_history": [PROPOSE, APPROVE, PUBLISH]}
 
@@ -96,7 +97,7 @@ def test_an_approval_never_covers_the_other_sides_change(cli: Any, git_repo: Pat
 
 
 LATE = {"at": "2026-01-06T00:00:00Z", "by": "carol", "from": "approved", "to": "approved", "note": "nit"}
-AFTER_PUBLISH = {  # what the other side did, and the words of the conflict
+AFTER_PUBLISH: dict[str, tuple[dict[str, Any], str]] = {  # what the other side did, and the conflict's words
     "tags": ({"tags": ["db", "deploy", "prod"]}, "published its version, but"),
     # an entry dated after the publish: the merged history would put it after a terminal step
     "late entry": ({"review_history": [PROPOSE, APPROVE, LATE]}, "published is terminal"),
@@ -140,24 +141,34 @@ def test_two_sides_each_approved_again_after_their_own_edit_conflict(cli: Any, g
     _conflicted(proc, git_repo, rel, ours, theirs)
 
 
+LATE_REJECT = dict(REJECT, at="2026-01-04T00:00:00Z")
+AFTER_APPROVAL: dict[str, tuple[dict[str, Any], str]] = {  # the other side's later entry: (its fields, the merged state)
+    # a remark (from == to) is no step, so the state stays where the approval led
+    "remark": ({"review_history": [PROPOSE, LOOKED], "updated_at": "2026-01-05T00:00:00Z"}, "approved"),
+    # the later decision is the history's last step and the state kept
+    "rejection": ({"review_state": "rejected", "review_note": "needs a source",
+                   "review_history": [PROPOSE, LATE_REJECT]}, "rejected"),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("approver", ["ours", "theirs"])
-def test_an_approval_merges_with_a_change_it_does_not_cover(cli: Any, git_repo: Path, approver: str) -> None:
+@pytest.mark.parametrize("later", AFTER_APPROVAL)
+def test_an_approval_merges_with_a_later_entry_and_check_agrees(cli: Any, git_repo: Path, approver: str,
+                                                                 later: str) -> None:  # fmt: skip
     memory_id = new_ulid()
     rel = f"{MEMDIR}/{memory_id}.md"
+    fields, state = AFTER_APPROVAL[later]
     base = _text(git_repo, memory_id)
     approved = _text(git_repo, memory_id, **APPROVED)
-    looked = _text(git_repo, memory_id, review_history=[PROPOSE, LOOKED], updated_at="2026-01-05T00:00:00Z")
-    ours, theirs = (approved, looked) if approver == "ours" else (looked, approved)
+    other = _text(git_repo, memory_id, **fields)
+    ours, theirs = (approved, other) if approver == "ours" else (other, approved)
     memory = parse_memory(_clean(_merge(cli, git_repo, rel, base, ours, theirs), git_repo, rel).encode())
-    assert (memory.review_state, memory.approved_by, memory.body) == ("approved", "alice", parse_memory(base.encode()).body)
-    assert memory.review_history == [PROPOSE, APPROVE, LOOKED]
-    assert memory.updated_at == "2026-01-05T00:00:00Z"
-    # a note (from == to) is no step: the state is where the last real step led, so check agrees
+    assert (memory.review_state, memory.body) == (state, parse_memory(base.encode()).body)
+    assert memory.review_history == [PROPOSE, APPROVE, *fields["review_history"][1:]]
+    if later == "remark":
+        assert (memory.approved_by, memory.updated_at) == ("alice", "2026-01-05T00:00:00Z")
     result = cli("check", rel)
     assert result.rc == 0, result.out + result.err
-
-
-REJECT = {"at": "2026-01-02T12:00:00Z", "by": "carol", "from": "proposed", "to": "rejected", "note": "needs a source"}
 
 
 @pytest.mark.parametrize("approver", ["ours", "theirs"])
@@ -175,23 +186,6 @@ def test_an_approval_after_the_other_sides_rejection_conflicts(cli: Any, git_rep
     proc = _merge(cli, git_repo, rel, base, ours, theirs)
     _conflicted(proc, git_repo, rel, ours, theirs)
     assert "different review steps" in proc.stderr and "→ approved" in proc.stderr
-
-
-@pytest.mark.parametrize("rejecter", ["ours", "theirs"])
-def test_a_rejection_after_the_other_sides_approval_merges(cli: Any, git_repo: Path, rejecter: str) -> None:
-    """The later decision is the history's last step and the kept state: a clean merge that check accepts."""
-    memory_id = new_ulid()
-    rel = f"{MEMDIR}/{memory_id}.md"
-    base = _text(git_repo, memory_id)
-    approved = _text(git_repo, memory_id, **APPROVED)
-    late = dict(REJECT, at="2026-01-04T00:00:00Z")
-    rejected = _text(git_repo, memory_id, review_state="rejected", review_note="needs a source",
-                     review_history=[PROPOSE, late])  # fmt: skip
-    ours, theirs = (rejected, approved) if rejecter == "ours" else (approved, rejected)
-    memory = parse_memory(_clean(_merge(cli, git_repo, rel, base, ours, theirs), git_repo, rel).encode())
-    assert memory.review_state == "rejected" and memory.review_history == [PROPOSE, APPROVE, late]
-    result = cli("check", rel)
-    assert result.rc == 0, result.out + result.err
 
 
 def test_a_remark_made_before_the_other_sides_approval_passes_check_against_either_side(cli: Any, git_repo: Path) -> None:
