@@ -1149,6 +1149,25 @@ def test_a_head_commit_missing_here_is_named_not_approved(repo: Path, fake: Fake
     assert snapshot(repo) == before
 
 
+def test_a_damaged_copy_in_the_head_commit_is_named_not_approved(repo: Path, fake: FakeGitHub, token: str) -> None:
+    """git's copy of the file in the PR's head commit will not inflate: that memory is skipped
+    with the reason (git fsck), the others are judged, nothing is written for it."""
+    memory = make_memory(repo)
+    head = commit_all(repo)
+    oid = git("rev-parse", f"HEAD:{rel(memory)}", cwd=repo).strip()
+    obj = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(b"damaged")
+    fake.add_pull("acme", "widgets", BRANCH, head_sha=head, files=[rel(memory)],
+                  reviews=[FakeReview("alice", "APPROVED")])  # fmt: skip
+    before = snapshot(repo)
+    found = outcome(run(fake.base_url, apply=True), memory)
+    assert found["action"] == "skipped"
+    assert f"{rel(memory)} in the PR's head commit {head[:12]}: git's copy of it cannot be read" in found["note"]
+    assert "`git fsck`" in found["note"]
+    assert snapshot(repo) == before
+
+
 def test_an_approval_applied_here_then_merged_still_publishes(repo: Path, fake: FakeGitHub, token: str) -> None:
     """The review fields may differ from the head (a transition applied, not yet pushed): the
     text is the same, so the merge publishes it."""

@@ -52,7 +52,8 @@ def missing(rel: str, oid: object | None, where: str = "") -> MissingObject:
 def file_at(tree: pygit2.Tree | None, rel: str, where: str = "") -> TreeFile | None:
     """``rel`` in ``tree`` (a regular file or a symbolic link's target path); None when the
     tree holds no file there. Raises :class:`MissingObject` when it names one this clone
-    lacks, :class:`DamagedObject` when git's copy of it is damaged. ``where`` ends that message's subject (" in commit 1a2b3c4d")."""
+    lacks, :class:`DamagedObject` when git's copy of it is damaged; ``where`` ends their
+    message's subject (" in commit 1a2b3c4d")."""
     import pygit2
 
     if tree is None:

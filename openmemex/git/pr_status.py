@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from .. import freshness
 from ..config import UrlCredentialsError, check_url
 from ..errors import MemexError
-from .objects import MissingObject, file_at
+from .objects import UnreadableObject, file_at
 from .remote_url import GITHUB_HOST, RemoteRepo, parse_remote, redact_url
 
 if TYPE_CHECKING:
@@ -650,7 +650,7 @@ def _at_head(gitrepo: GitRepo, pr: PullRequestInfo, rel: str, data: bytes, memor
                       f"what was reviewed — run `git fetch {remote_name}`, then pr-status again")  # fmt: skip
     try:
         found = file_at(commit.peel(pygit2.Tree), rel, f" in the PR's head commit {short}")
-    except MissingObject as exc:
+    except UnreadableObject as exc:  # not in this clone, or damaged: named, and this file is left as it is
         return None, str(exc)
     if found is None:
         return None, f"the PR's head commit {short} holds no file {rel}"

@@ -106,7 +106,6 @@ class ResolveReport:
 
 
 def _stage_blobs(gitrepo: GitRepo, rel: str) -> tuple[bytes | None, bytes | None, bytes | None]:
-
     conflicts = gitrepo.repo.index.conflicts
     if conflicts is None:
         raise MemexError(f"{rel} is not conflicted — nothing to resolve (`open-memex resolve` lists conflicts)")
