@@ -373,16 +373,27 @@ def test_a_client_that_does_not_read_answers_is_held_back(git_repo: Path, data_r
         unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
         return int(sent[0] - unread)
 
+    def unread_answers() -> int:
+        return int(struct.unpack("i", fcntl.ioctl(stdout.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0])
+
+    # The server reads stdin 64 KB (~1,500 pings) at a time and answers each chunk before it
+    # takes the next, which on a loaded machine can take longer than a second: "it stopped
+    # reading" is only true once its answers fill the pipe to us and what it took then stays
+    # put for a while (after that it can take at most the 64 in flight and one more chunk).
+    capacity = fcntl.fcntl(stdout.fileno(), fcntl.F_GETPIPE_SZ)
     writer = threading.Thread(target=write, daemon=True)
     try:
         writer.start()
-        before, deadline = -1, time.monotonic() + 60  # a loaded machine starts the server slowly
+        before, still_since = -1, time.monotonic()
+        deadline = time.monotonic() + 120  # a loaded machine starts the server slowly
         while time.monotonic() < deadline:
-            time.sleep(1)
+            time.sleep(0.25)
             now = taken()
-            if now == before and now > 0:
-                break  # it stopped reading
-            before = now
+            assert proc.poll() is None, "the server exited"
+            if now != before or unread_answers() < capacity - 4096:
+                before, still_since = now, time.monotonic()
+            elif time.monotonic() - still_since >= 3:
+                break  # its answers fill the pipe and it has stopped reading
         time.sleep(2)
         assert taken() == before < 300_000, (before, taken())  # held back, not reading on
         answered = {json.loads(stdout.readline())["id"] for _ in range(count + 1)}
@@ -394,6 +405,8 @@ def test_a_client_that_does_not_read_answers_is_held_back(git_repo: Path, data_r
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        writer.join(timeout=30)  # its write fails on the closed pipe; then its file can be closed
+        proc.stdin.close()
         stdout.close()
 
 
