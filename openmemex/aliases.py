@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .index import placeholders
 from .text import CJK_RUN
@@ -30,18 +32,34 @@ class Rewrite:
         return ", ".join(f"{a} → {b}" for a, b in self.steps)
 
 
-def registry(conn: sqlite3.Connection, dirs: list[str]) -> list[tuple[str, str]]:
+def registry(conn: sqlite3.Connection, dirs: list[str], generation: tuple[object, ...] | None = None) -> list[tuple[str, str]]:
     """(alias, target) of the active memories in ``dirs`` (the partial index keeps this
-    to the rows that have a pair, #55)."""
+    to the rows that have a pair, #55). With the index's ``generation`` (``index.generation``)
+    the answer is kept for the next search of the same index and folders until a row changes."""
     if not dirs:
         return []
+    key = None if generation is None else (*generation, *dirs)
+    kept = _registries.get(key) if key is not None else None
+    if kept is not None:
+        return list(kept)
     rows = conn.execute(
         f"SELECT r.alias, r.target FROM folders f CROSS JOIN memory_rows r INDEXED BY memories_alias_target "
         f"ON r.folder = f.id WHERE r.alias <> '' AND r.target <> '' AND f.dir IN ({placeholders(dirs)}) "
         f"AND r.status = 'active'",
         dirs,
     ).fetchall()
-    return list(dict.fromkeys((str(r[0]), str(r[1])) for r in rows))
+    pairs = list(dict.fromkeys((str(r[0]), str(r[1])) for r in rows))
+    if key is not None:
+        with _registries_lock:
+            while len(_registries) >= REGISTRIES_KEPT:
+                _registries.pop(next(iter(_registries)))
+            _registries[key] = tuple(pairs)
+    return pairs
+
+
+REGISTRIES_KEPT = 8  # (index, folders) pairs: a server's scopes, a test's data roots
+_registries: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
+_registries_lock = threading.Lock()
 
 
 def _pattern(term: str) -> re.Pattern[str]:
@@ -52,8 +70,22 @@ def _pattern(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w]){escaped}(?![\w])", re.IGNORECASE)
 
 
+@lru_cache(maxsize=8)
+def _any_term(pairs: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    """One pattern that finds a query naming either side of any pair (as ``_pattern`` does
+    for one term: an alternation inside the same word boundaries matches where one of them
+    would)."""
+    terms = {t for pair in pairs for t in pair}
+    latin = sorted((re.escape(t) for t in terms if not CJK_RUN.fullmatch(t)), key=len, reverse=True)
+    cjk = sorted((re.escape(t) for t in terms if CJK_RUN.fullmatch(t)), key=len, reverse=True)
+    parts = ([rf"(?i:(?<![\w])(?:{'|'.join(latin)})(?![\w]))"] if latin else []) + cjk
+    return re.compile("|".join(parts) or r"(?!)")
+
+
 def rounds(query: str, pairs: list[tuple[str, str]]) -> list[Rewrite]:
     """The extra queries the registry gives ``query`` (empty when no pair applies)."""
+    if not pairs or not _any_term(tuple(pairs)).search(query):
+        return []  # most queries name no alias: one search instead of two per pair
     rules = []
     for alias, target in pairs:
         rules.append((alias, target))

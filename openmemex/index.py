@@ -331,6 +331,17 @@ def rows_version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else -1
 
 
+def generation(conn: sqlite3.Connection, root: object) -> tuple[str, str, int] | None:
+    """(data root, epoch, rows version): a cache of row-derived data (the alias registry, the
+    embeddings lane's vectors) keyed by it is current for every process and connection. None
+    inside the caller's own transaction: its uncommitted rows are never cached (after a
+    rollback the count would come round again for other rows)."""
+    if conn.in_transaction:
+        return None
+    info = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
+    return (str(root), str(info.get("epoch", "")), int(info.get("rows", -1)))
+
+
 def epoch(conn: sqlite3.Connection) -> str:
     """Changes whenever every row was dropped and rebuilt (a new index, ``reindex``): a
     long-running reader's knowledge of which rows are current ends with it."""

@@ -17,6 +17,7 @@ from . import aliases, expansions, freshness
 from .context import Context
 from .errors import UsageError
 from .expansions import ablated
+from .index import generation as index_generation
 from .index import placeholders, split_tags
 from .index_schema import FTS_COLUMNS, TOKENIZE, words_apart, words_together
 from .lifecycle import newest_in_chain, replacement_missing
@@ -161,15 +162,18 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         return result
     dirs = [str(f.path) for f in folders]
     overfetch = min(3 * limit + 10, 150)
-    rewrites = [] if ablated("no-aliases") else aliases.rounds(query, aliases.registry(ctx.conn, dirs))
+    model = _vector_model(ctx, embeddings)
+    with_aliases = not ablated("no-aliases")
+    # what the registry and the lane's vectors read is kept while no row changes: one read says
+    generation = index_generation(ctx.conn, ctx.root) if with_aliases or model is not None else None
+    rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
     result.rewrites = [r.label() for r in rewrites]
     expressions = [expression, *(_expression(r.text) for r in rewrites)]
-    model = _vector_model(ctx, embeddings)
     pending = None
     if model is not None:
         from .embeddings import start
 
-        pending = start(ctx, model, query, dirs, type, 2 * limit + 4)  # runs while the bm25 rounds do
+        pending = start(ctx, model, query, dirs, type, 2 * limit + 4, generation)  # runs while the bm25 rounds do
     # each round ranks, then looks its rows up, and the texts of the few shown are read last:
     # one view of the index for all (a row read later is the version that was ranked)
     with _snapshot(ctx.conn):

@@ -354,3 +354,45 @@ def test_a_download_cut_short_is_never_installed(cli: Any, data_root: Path, monk
     assert result.rc == 1 and "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
     assert "cannot download the embeddings model" in result.err and "stopped at 4,096 of 50,000,000 bytes" in result.err
     assert list(folder.iterdir()) == []  # no cut model in place, no temporary file left, the stale one swept
+
+
+def test_the_coarse_first_pass_gives_the_full_products_answer() -> None:
+    """wordllama is Matryoshka-trained: a large scope is ranked by its first 128 dimensions
+    and the full product is taken of the few kept (half the memory read). On the eval set's
+    memories and queries, with and without a type filter, each hit's cosine is the full
+    product's and the hits are the full product's (an approximation: measured, not
+    assumed); a small scope is multiplied in full."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    import numpy as np
+
+    from openmemex import embeddings
+    from openmemex.embeddings import providers
+    from openmemex.text import has_cjk
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "retrieval"))
+    from evalset import load_corpus, load_queries
+
+    model = providers.WordLlamaProvider()
+    assert model.first_dims == 128
+    texts = [item.body for item in load_corpus().items.values()]
+    matrix = model.embed_documents(texts)
+    n = len(texts)
+    types = ["gotcha" if i % 3 else "decision" for i in range(n)]
+    cache = embeddings._Cache(("", "", 0, "wordllama"), np.arange(100, 100 + n, dtype=np.int64), ["/a", "/b"],
+                              np.array([i % 2 for i in range(n)], dtype=np.int32), types, matrix)  # fmt: skip
+    full = providers.WordLlamaProvider()
+    full.first_dims = 0  # type: ignore[misc]
+    same = asked = 0
+    for query in [q.text for q in load_queries() if not has_cjk(q.text)]:
+        vector = model.embed_query(query)
+        for type, count in ((None, 8), ("gotcha", 4)):  # scopes of 324 and 216: more than twice the pass's 160
+            layout = embeddings._scoped(cache, ["/a", "/b"], type, 128)
+            assert layout.columns is None and layout.prefix.shape == (128, len(layout.rowids))
+            coarse = embeddings._nearest(model, query, layout, count)
+            exact = embeddings._nearest(full, query, embeddings._scoped(cache, ["/a", "/b"], type), count)
+            assert all(abs(s - float(matrix[r - 100] @ vector)) < 1e-5 for r, s in coarse)
+            same += sum(1 for a, b in zip(coarse, exact, strict=True) if a[0] == b[0])
+            asked += count
+    assert same / asked >= 0.98, same / asked
+    small = embeddings._scoped(cache, ["/a"], None, 128)  # 162 rows: one product
+    assert embeddings._nearest(model, "deploys", small, 8) == embeddings._nearest(full, "deploys", small, 8)

@@ -146,6 +146,56 @@ def test_alias_chains_stop_after_two_rounds_and_cycles_stop_at_once() -> None:
     assert [r.text for r in rounds("x", [("x", "y"), ("y", "z"), ("z", "x")])] == ["y", "z"]
 
 
+def test_the_one_pattern_prefilter_never_skips_a_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rounds`` asks one combined pattern first and returns at once when it finds no term:
+    whatever the registry holds (CJK, punctuation, case, a term inside another), that pattern
+    misses only what the per-term patterns miss, so the rounds are those of the full path."""
+    import random
+    import re
+
+    from openmemex import aliases
+
+    terms = ["sso", "single sign-on", "C++", ".NET", "k8s", "KUBERNETES", "小程序", "mini program", "数据",
+             "a.b", "Ünïcode", "x", "dq", "data quality", "[brackets]", "back\\slash"]  # fmt: skip
+    fillers = ["setup", "association", "csso", "C+", "net", "kubernetesy", "程序", "the", "sso-", "-sso", "ünïcode"]
+    rnd = random.Random(20261201)
+    cases = []
+    for _ in range(3000):
+        pairs = [(rnd.choice(terms), rnd.choice(terms)) for _ in range(rnd.randint(1, 4))]
+        pairs = [(a, b) for a, b in pairs if a != b]
+        words = [rnd.choice(terms + fillers) for _ in range(rnd.randint(1, 5))]
+        cases.append((rnd.choice(["", " ", "-", "/"]).join(words), pairs))
+    fast = [aliases.rounds(q, pairs) for q, pairs in cases]
+    monkeypatch.setattr(aliases, "_any_term", lambda pairs: re.compile(""))  # every query takes the full path
+    assert [aliases.rounds(q, pairs) for q, pairs in cases] == fast
+    assert sum(1 for f in fast if f) > 500  # the cases do rewrite, often
+
+
+def test_a_pair_defined_or_retracted_elsewhere_applies_to_the_next_search(
+    cli: Any, data_root: Path, git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry read is kept per index while no row changes (``index.generation``): a
+    process holding it sees another process's new pair, and its retraction, at once."""
+    from openmemex.context import Context
+    from openmemex.search import search
+
+    monkeypatch.chdir(git_repo)
+    monkeypatch.setenv("OPEN_MEMEX_HOME", str(data_root))
+    assert cli("add", "The payment service provider outage runbook lives in the wiki.").rc == 0
+    ctx = Context.load(git_repo)
+    try:
+        assert search(ctx, "PSP runbook").rewrites == []
+        assert search(ctx, "PSP runbook").rewrites == []  # kept: no second read
+        defined = cli("add", "PSP is our shorthand.", "--alias", "PSP", "--target", "payment service provider",
+                      "--json")  # fmt: skip
+        assert defined.rc == 0, defined.err
+        assert search(ctx, "PSP runbook").rewrites == ["PSP → payment service provider"]
+        assert cli("forget", json.loads(defined.out)["id"], "--soft").rc == 0
+        assert search(ctx, "PSP runbook").rewrites == []
+    finally:
+        ctx.close()
+
+
 def test_alias_merge_normalises_each_round() -> None:
     merged = merge([{1: 10.0, 2: 5.0}, {3: 2.0, 2: 1.0}])
     assert merged[1][0] == 1.0 and merged[3][0] == 1.0  # each round's best scores 1.0

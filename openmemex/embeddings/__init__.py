@@ -53,6 +53,7 @@ class EmbeddingProvider(Protocol):
     name: str
     dim: int
     multilingual: bool  # False: the lane stays out of Chinese queries and memories (measured: it hurts them)
+    # (optional) first_dims: int — a Matryoshka-trained model's leading dimensions, a coarse first pass
 
     def embed_documents(self, texts: list[str]) -> Matrix: ...
 
@@ -85,7 +86,7 @@ class _Cache:
     dir_index: Any
     types: list[str]
     matrix: Any
-    masks: dict[tuple[str, ...], tuple[Any, Any]] = field(default_factory=dict)  # dirs -> (positions, vectorsᵀ)
+    masks: dict[tuple[str, ...], tuple[Any, _Scope]] = field(default_factory=dict)  # dirs -> (positions, vectors)
 
 
 # model -> the vectors of the index that searched last, shared by every connection to it
@@ -147,11 +148,11 @@ def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
     return done
 
 
-def _matrix(ctx: Context, prov: EmbeddingProvider) -> _Cache:
+def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, int] | None = None) -> _Cache:
     import numpy as np
 
     conn = ctx.conn
-    key = _state(ctx, prov.name)
+    key = (*generation, prov.name) if generation is not None else _state(ctx, prov.name)
     private = conn.in_transaction  # it may see rows it has not committed: never share them
     cached = _caches.get(prov.name)
     if cached is not None and cached.key == key and not private:
@@ -207,25 +208,27 @@ def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], typ
 Pending = Callable[[], "list[tuple[int, float]] | None"]
 
 
-def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | None, k: int) -> Pending:
+def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | None, k: int,
+          generation: tuple[str, str, int] | None = None) -> Pending:  # fmt: skip
     """Begin the lane for ``query`` and return the function that waits for its answer
     (as ``vector_candidates``). The vectors are made current here, on the caller's thread
     (it owns the index connection); the query's embedding and the product run on the
     lane's worker thread meanwhile, so they overlap the bm25 rounds the caller runs next
     (both release the GIL: SQLite while it steps, numpy and the tokenizers while they
-    compute). Measured at 10k: the lane's 0.3 ms then costs the search about a tenth."""
+    compute). Measured at 10k: the lane's 0.3 ms then costs the search about a tenth.
+    ``generation`` (``index.generation``, read by the caller) saves reading it again."""
     prov = provider(ctx, model)
     if not prov.multilingual and has_cjk(query):
         return lambda: None
     with _lock:
-        rowids, columns = _scoped(_matrix(ctx, prov), dirs, type)
-    count = min(k, len(rowids))
+        scope = _scoped(_matrix(ctx, prov, generation), dirs, type, getattr(prov, "first_dims", 0))
+    count = min(k, len(scope.rowids))
     if count == 0:
         return lambda: []
     try:
-        wait: Pending = _worker().submit(_nearest, prov, query, rowids, columns, count).result
+        wait: Pending = _worker().submit(_nearest, prov, query, scope, count).result
     except RuntimeError:  # the interpreter is shutting down (a call still running as the server exits)
-        near = _nearest(prov, query, rowids, columns, count)
+        near = _nearest(prov, query, scope, count)
         return lambda: near
     return wait
 
@@ -239,16 +242,32 @@ def wrong_model(prov: EmbeddingProvider, dim: int) -> MemexError:
                       f"another model's; {fix} (or search with --no-embeddings)")  # fmt: skip
 
 
-def _nearest(prov: EmbeddingProvider, query: str, rowids: Any, columns: Any, count: int) -> list[tuple[int, float]]:
+def _nearest(prov: EmbeddingProvider, query: str, scope: _Scope, count: int) -> list[tuple[int, float]]:
     import numpy as np
 
     vector = prov.embed_query(query)
     if vector.shape != (prov.dim,):
         raise wrong_model(prov, vector.shape[-1] if vector.ndim else 0)
-    sims = vector.astype(np.float32) @ columns
+    vector = vector.astype(np.float32)
+    picked = None
+    if scope.prefix is not None and len(scope.rowids) > 2 * (wide := max(FIRST_PASS_WIDTH * count, FIRST_PASS_MIN)):
+        # a Matryoshka model's leading dimensions are a coarse embedding of their own: they
+        # pick the few worth the full product (half the memory read), which then gives every
+        # kept hit its exact cosine
+        rough = vector[: scope.prefix.shape[0]] @ scope.prefix
+        picked = np.argpartition(-rough, wide - 1)[:wide]
+        sims = scope.rows[picked] @ vector
+    elif scope.columns is not None:
+        sims = vector @ scope.columns
+    else:
+        sims = scope.rows @ vector
     top = np.argpartition(-sims, count - 1)[:count]
     top = top[np.argsort(-sims[top])]
-    return [(int(rowids[i]), float(sims[i])) for i in top]
+    at = scope.rowids if picked is None else scope.rowids[picked]
+    return [(int(at[i]), float(sims[i])) for i in top]
+
+
+FIRST_PASS_WIDTH, FIRST_PASS_MIN = 8, 160  # candidates the coarse pass keeps: per hit asked, at least
 
 
 _workers: dict[int, Any] = {}  # pid -> executor: a forked child gets its own (the parent's thread is not there)
@@ -267,10 +286,26 @@ def _worker() -> Any:
 SCOPES_KEPT = 3  # each kept scope is a copy of its vectors: the three search scopes (both, project, personal)
 
 
-def _scoped(cache: _Cache, dirs: list[str], type: str | None) -> tuple[Any, Any]:
-    """The rowids and the vectors (one column each, contiguous) of the memories in
-    ``dirs`` (and of ``type``): a query reads only its own scope's vectors, in the layout
-    numpy multiplies fastest. Kept for the last few scopes searched."""
+@dataclass
+class _Scope:
+    """A scope's vectors in the layouts its product reads fastest."""
+
+    rowids: Any
+    columns: Any = None  # vectorsᵀ (dim × n), contiguous: the full product
+    prefix: Any = None  # a first pass (``first_dims`` × n, contiguous), then …
+    rows: Any = None  # … the picked vectors gathered by row (n × dim, contiguous)
+
+    def only(self, keep: Any) -> _Scope:
+        def cut(m: Any, by_column: bool) -> Any:
+            return None if m is None else (m[:, keep] if by_column else m[keep])
+
+        return _Scope(self.rowids[keep], cut(self.columns, True), cut(self.prefix, True), cut(self.rows, False))
+
+
+def _scoped(cache: _Cache, dirs: list[str], type: str | None, first: int = 0) -> _Scope:
+    """The vectors of the memories in ``dirs`` (and of ``type``) and their rowids: a query
+    reads only its own scope's vectors, in the layout numpy multiplies fastest (with a
+    Matryoshka model's ``first`` dimensions, a coarse pass). Kept for the last few scopes."""
     import numpy as np
 
     key = tuple(dirs)
@@ -278,15 +313,19 @@ def _scoped(cache: _Cache, dirs: list[str], type: str | None) -> tuple[Any, Any]
     if found is None:
         wanted = [i for i, d in enumerate(cache.dirs) if d in set(dirs)]
         mask = np.isin(cache.dir_index, wanted)
-        found = (np.flatnonzero(mask), np.ascontiguousarray(cache.matrix[mask].T))
+        positions = np.flatnonzero(mask)
+        matrix = cache.matrix[mask]
+        scope = _Scope(cache.rowids[positions], np.ascontiguousarray(matrix.T)) if not first else \
+            _Scope(cache.rowids[positions], prefix=np.ascontiguousarray(matrix[:, :first].T),
+                   rows=np.ascontiguousarray(matrix))  # fmt: skip
+        found = (positions, scope)
         while len(cache.masks) >= SCOPES_KEPT:
             cache.masks.pop(next(iter(cache.masks)))
     cache.masks[key] = found  # most recent last
-    positions, columns = found
+    positions, scope = found
     if type is None:
-        return cache.rowids[positions], columns
-    keep = np.array([cache.types[p] == type for p in positions], dtype=bool)
-    return cache.rowids[positions[keep]], columns[:, keep]
+        return scope
+    return scope.only(np.array([cache.types[p] == type for p in positions], dtype=bool))
 
 
 def fuse(ctx: Context, model: str, candidates: list[Any], near: list[tuple[int, float]],

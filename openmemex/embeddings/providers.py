@@ -51,6 +51,7 @@ class WordLlamaProvider:
     name = "wordllama"
     dim = 256
     multilingual = False  # Llama-2 vocabulary: Chinese comes out as byte pieces (measured on the eval set)
+    first_dims = 128  # Matryoshka-trained: its first 128 dimensions pick the candidates of the full product
 
     def __init__(self) -> None:
         try:
