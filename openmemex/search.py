@@ -189,7 +189,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         if model is not None and near is not None:
             from .embeddings import fuse
 
-            candidates = fuse(ctx, model, candidates, near, _Candidate, lambda rowids: lean_rows(ctx, rowids))
+            candidates = fuse(ctx, model, candidates, near, _Candidate, lambda ids: visible_rows(ctx, ids, dirs, type))
             result.lanes = ["bm25", f"vector:{model}"]
         result.candidates = len(candidates) + result.hidden_retracted
         resolved = _resolve(ctx, candidates, dirs, type, result, {})
@@ -305,12 +305,18 @@ def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],
     if not ranked:
         return []
     score = {int(r[0]): float(r[1]) for r in ranked}
-    type_clause = " AND +type = ?" if type is not None else ""
-    rows = lean_rows(ctx, list(score), f" AND +dir IN ({placeholders(dirs)}){type_clause} "
-                     "AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
-                     [*dirs, *([type] if type is not None else [])])  # fmt: skip
+    rows = visible_rows(ctx, list(score), dirs, type)
     rows.sort(key=lambda r: (score[int(r["rowid"])], int(r["rowid"])))
     return [(r, score[int(r["rowid"])]) for r in rows]
+
+
+def visible_rows(ctx: Context, rowids: list[int], dirs: list[str], type: str | None) -> list[Row]:
+    """``lean_rows`` of these rows that are in ``dirs``, of ``type`` and not hidden, as the
+    search's view of the index has them (the lane's candidates were picked from an earlier one)."""
+    type_clause = " AND +type = ?" if type is not None else ""
+    return lean_rows(ctx, rowids, f" AND +dir IN ({placeholders(dirs)}){type_clause} "
+                     "AND +status NOT IN ('retracted', 'archived')",  # by rowid: never a scan of the scope
+                     [*dirs, *([type] if type is not None else [])])  # fmt: skip
 
 
 # Rows by rowid, the rowids given as one JSON array: the statement's text stays the same, so

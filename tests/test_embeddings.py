@@ -396,3 +396,28 @@ def test_the_coarse_first_pass_gives_the_full_products_answer() -> None:
     assert same / asked >= 0.98, same / asked
     small = embeddings._scoped(cache, ["/a"], None, 128)  # 162 rows: one product
     assert embeddings._nearest(model, "deploys", small, 8) == embeddings._nearest(full, "deploys", small, 8)
+
+
+def test_a_memory_retracted_while_the_lane_runs_is_not_shown(cli: Any, data_root: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The lane picks its candidates from the vectors of one moment; the rows it alone found
+    are read later, in the search's own view of the index. A memory another process retracted
+    (or moved out of the scope) in between is left out there, as bm25's rows are."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    from openmemex import embeddings
+
+    kitten = json.loads(cli("add", "The kitten sleeps on the sofa all afternoon.", "--json").out)["id"]
+    for text in ("Deploys to production need a manual Argo CD sync.", "Invoices are rendered as PDF by the worker."):
+        assert cli("add", text).rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    hits = _search(cli, "cat nap couch")["hits"]
+    assert [h["lane"] for h in hits if h["id"] == kitten] == ["vector"]  # the lane alone finds it
+    started = embeddings.start
+
+    def start_then_retract(*args: Any, **kwargs: Any) -> Any:
+        pending = started(*args, **kwargs)
+        assert run_process("forget", kitten, "--soft").rc == 0  # another process, meanwhile
+        return pending
+
+    monkeypatch.setattr(embeddings, "start", start_then_retract)
+    assert kitten not in [h["id"] for h in _search(cli, "cat nap couch")["hits"]]

@@ -333,7 +333,8 @@ def fuse(ctx: Context, model: str, candidates: list[Any], near: list[tuple[int, 
     """Hybrid ranking: relevance = (1 − w)·bm25 relevance + w·vector relevance, where the
     vector relevance is the cosine min-max scaled over the lane's own list (so both lanes
     give their best hit 1.0); each candidate records its lane and cosine. ``rows_of`` reads
-    the rows only the lane found (search's lean rows: their texts are read if shown)."""
+    the rows only the lane found (search's lean rows: their texts are read if shown), and
+    leaves out those the search's own view has hidden or moved since the lane began."""
     if not near:
         return candidates
     sims = [s for _, s in near]
