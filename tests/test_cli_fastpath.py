@@ -298,3 +298,23 @@ def test_output_to_a_full_disk_or_an_ascii_terminal_is_not_a_crash(full: bool, t
     os.close(child)
     shown = drain_pty(main)
     assert proc.returncode == 0 and b"\\u90e8\\u7f72" in shown and b"internal error" not in shown, shown
+
+
+@pytest.mark.parametrize(("argv", "module"), [(["config"], "cyclopts"), (["search", "x"], "openmemex.cli.shared"),
+                                              (["hook", "session-start"], "openmemex.hooks")])  # fmt: skip
+def test_ctrl_c_while_the_modules_load_is_one_line_and_130(argv: list[str], module: str, git_repo: Path,
+                                                           data_root: Path) -> None:  # fmt: skip
+    """Ctrl-C lands while a command's modules load (the full CLI's take a tenth of a second
+    and more): one line and exit 130, as later on, never a traceback. The interrupt is raised
+    by an import hook at the first import of ``module``."""
+    script = ("import sys\n"
+              "class Stop:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              f"        if name == {module!r}:\n"
+              "            raise KeyboardInterrupt\n"
+              "sys.meta_path.insert(0, Stop())\n"
+              f"sys.argv = ['open-memex', *{argv!r}]\n" + ENTRY)  # fmt: skip
+    env = {**os.environ, "OPEN_MEMEX_HOME": str(data_root)}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=git_repo, env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (130, "open-memex: interrupted\n"), proc.stderr

@@ -39,14 +39,20 @@ def _hook(argv: list[str]) -> int | None:
 
 def main() -> None:
     """``open-memex …`` and ``git memex …`` alike (git runs the latter from the user's own
-    folder, so nothing differs once we are started)."""
-    prepare_streams()
-    code = _hook(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
-    from .app import main as full
+    folder, so nothing differs once we are started). Ctrl-C while the modules load (the full
+    CLI's take a tenth of a second and more) ends as it does later: one line, exit 130."""
+    try:
+        prepare_streams()
+        code = _hook(sys.argv[1:])
+        if code is None:
+            from .app import main as full
 
-    full()
+            full()
+            return
+    except KeyboardInterrupt:
+        sys.stderr.write("open-memex: interrupted\n")
+        code = 130
+    sys.exit(code)
 
 
 git_main = main  # the git-memex console script
