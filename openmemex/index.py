@@ -335,13 +335,15 @@ def generation(conn: sqlite3.Connection, root: object) -> tuple[str, str, int] |
     """(data root, epoch, rows version): a cache of row-derived data (the alias registry, the
     embeddings lane's vectors) keyed by it is current for every process and connection. None
     inside the caller's own transaction (its uncommitted rows are never cached: after a
-    rollback the count would come round again for other rows), or when either is missing."""
+    rollback the count would come round again for other rows), or when either is missing or
+    not a number."""
     if conn.in_transaction:
         return None
     info = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
-    if "epoch" not in info or "rows" not in info:
+    try:
+        return (str(root), str(info["epoch"]), int(info["rows"]))
+    except (KeyError, TypeError, ValueError):
         return None  # a damaged index: nothing says when a kept answer goes stale
-    return (str(root), str(info["epoch"]), int(info["rows"]))
 
 
 def epoch(conn: sqlite3.Connection) -> str:

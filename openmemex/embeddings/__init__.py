@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MemexError
+from ..index import generation as index_generation
 from ..index import transaction
 from ..text import has_cjk
 
@@ -80,7 +81,7 @@ _loaded: dict[tuple[str, str], EmbeddingProvider] = {}
 
 @dataclass
 class _Cache:
-    key: tuple[str, str, int, str]
+    key: tuple[str, str, int, str] | None  # None: never kept (``_state``)
     rowids: Any  # numpy int64 array
     dirs: list[str]
     dir_index: Any
@@ -106,12 +107,13 @@ if hasattr(os, "register_at_fork"):  # POSIX only; Windows has no fork
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _state(ctx: Context, model: str) -> tuple[str, str, int, str]:
+def _state(ctx: Context, model: str) -> tuple[str, str, int, str] | None:
     """The vectors in memory are current while no memory row changed (in any process: a
-    trigger counts row writes, ``index.rows_version``) and the index is the same file (a
-    rebuilt one has a new epoch) of the same data root."""
-    info = dict(ctx.conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
-    return (str(ctx.root), str(info.get("epoch", "")), int(info.get("rows", -1)), model)
+    trigger counts row writes, ``index.generation``) and the index is the same file (a
+    rebuilt one has a new epoch) of the same data root. None: they may not be kept (inside
+    the caller's own transaction, or an index that cannot say when its rows change)."""
+    generation = index_generation(ctx.conn, ctx.root)
+    return None if generation is None else (*generation, model)
 
 
 def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
@@ -153,9 +155,9 @@ def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, i
 
     conn = ctx.conn
     key = (*generation, prov.name) if generation is not None else _state(ctx, prov.name)
-    private = conn.in_transaction  # it may see rows it has not committed: never share them
+    private = conn.in_transaction  # it may see rows it has not committed: never share or repair them
     cached = _caches.get(prov.name)
-    if cached is not None and cached.key == key and not private:
+    if cached is not None and key is not None and cached.key == key:
         return cached
     if refresh(ctx, prov):
         key = _state(ctx, prov.name)
@@ -177,7 +179,7 @@ def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, i
     where = {d: i for i, d in enumerate(dirs)}
     cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
                    np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
-    if not private:
+    if key is not None:
         _caches[prov.name] = cache
     return cache
 
