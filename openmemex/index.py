@@ -324,13 +324,6 @@ def create_indexes(conn: sqlite3.Connection) -> None:
     index_schema.create_indexes(conn)
 
 
-def rows_version(conn: sqlite3.Connection) -> int:
-    """Changes with every memory row written or removed (a trigger counts them), by any
-    process: a cache of row-derived data (the embeddings lane's vectors) holds while it does."""
-    row = conn.execute("SELECT value FROM index_info WHERE key = 'rows'").fetchone()
-    return int(row[0]) if row else -1
-
-
 def generation(conn: sqlite3.Connection, root: object) -> tuple[str, str, int] | None:
     """(data root, epoch, rows version): a cache of row-derived data (the alias registry, the
     embeddings lane's vectors) keyed by it is current for every process and connection. None
