@@ -561,10 +561,13 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
     for expression, cands in todo.items():
         scratch.execute("BEGIN")
         try:
-            scratch.executemany(  # the marked columns only: a row the others alone matched shows no marks
+            # the marked columns only (a row the others alone matched shows no marks), numbered
+            # 1, 2, 3…: FTS5 writes rowids that do not rise (hits in relevance order) as a new
+            # segment each, which took a third more time than the rows themselves
+            scratch.executemany(
                 "INSERT INTO marks(rowid, content, tags, aliases) VALUES (?, ?, ?, ?)",
-                [(int(c.row["rowid"]), _unmarked(words_apart(c.row["content"])), _unmarked(c.row["tags"]),
-                  _unmarked(c.row["aliases"])) for c in cands],
+                [(n, _unmarked(words_apart(c.row["content"])), _unmarked(c.row["tags"]), _unmarked(c.row["aliases"]))
+                 for n, c in enumerate(cands, 1)],
             )
             found = {
                 int(r[0]): (str(r[1] or ""), str(r[2] or ""), str(r[3] or ""))
@@ -577,8 +580,8 @@ def _mark(ctx: Context, shown: list[_Candidate]) -> None:
             }
         finally:
             scratch.execute("ROLLBACK")  # empty again (cheaper than a DELETE, which re-tokenises)
-        for cand in cands:
-            cand.marks = found.get(int(cand.row["rowid"]), ("", "", ""))
+        for n, cand in enumerate(cands, 1):
+            cand.marks = found.get(n, ("", "", ""))
 
 
 # The marks' own characters in a memory's text would read as marks: each becomes U+FFFD, one
