@@ -465,3 +465,34 @@ def test_a_memory_retracted_while_the_lane_runs_is_not_shown(cli: Any, data_root
 
     monkeypatch.setattr(embeddings, "start", start_then_retract)
     assert kitten not in [h["id"] for h in _search(cli, "cat nap couch")["hits"]]
+
+
+def test_the_lane_worker_answers_raises_and_survives_its_own_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane's worker thread answers each job through its lock, hands a call's error to
+    the caller, and a job it never took (its thread gone, as when the interpreter ends) is
+    answered in place rather than waited on for ever."""
+    import os
+    import threading
+
+    from openmemex import embeddings
+
+    monkeypatch.setattr(embeddings, "_workers", {})
+    worker = embeddings._worker()
+    assert embeddings._worker() is worker and worker.submit(lambda a, b: a + b, 2, 3).result() == 5
+
+    def boom() -> None:
+        raise ValueError("the model's files are another model's")
+
+    with pytest.raises(ValueError, match="another model's"):
+        worker.submit(boom).result()
+    assert worker.submit(lambda: "still serving").result() == "still serving"
+
+    gate = threading.Event()
+    monkeypatch.setattr(embeddings._Worker, "_serve", lambda self: gate.wait())  # leaves without taking a job
+    monkeypatch.setattr(embeddings, "_workers", {})
+    job = embeddings._worker().submit(lambda: "answered in place")
+    gate.set()
+    embeddings._workers[os.getpid()]._thread.join(timeout=10)
+    assert job.result() == "answered in place" and not job.taken
+    with pytest.raises(RuntimeError, match="gone"):  # and the next search computes in place (start)
+        embeddings._worker().submit(lambda: None)
