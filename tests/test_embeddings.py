@@ -478,7 +478,13 @@ def test_the_lane_worker_answers_raises_and_survives_its_own_end(monkeypatch: py
 
     monkeypatch.setattr(embeddings, "_workers", {})
     worker = embeddings._worker()
-    assert embeddings._worker() is worker and worker.submit(lambda a, b: a + b, 2, 3).result() == 5
+    job = worker.submit(lambda a, b: a + b, 2, 3)
+    assert embeddings._worker() is worker and job.result() == 5
+    again: list[Any] = []
+    asking = threading.Thread(target=lambda: again.append(job.result()), daemon=True)
+    asking.start()
+    asking.join(timeout=10)
+    assert again == [5]  # asked twice, answered twice (not a wait for ever)
 
     def boom() -> None:
         raise ValueError("the model's files are another model's")

@@ -300,6 +300,7 @@ class _Job:
                 self.run()
                 self.done.acquire()
                 break
+        self.done.release()  # answered: a second call returns at once, as a future's would
         if self.error is not None:
             raise self.error
         return self.value
