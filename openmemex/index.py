@@ -324,13 +324,14 @@ def create_indexes(conn: sqlite3.Connection) -> None:
     index_schema.create_indexes(conn)
 
 
-def generation(conn: sqlite3.Connection, root: object) -> tuple[str, str, int] | None:
+def generation(conn: sqlite3.Connection, root: object, snapshot: bool = False) -> tuple[str, str, int] | None:
     """(data root, epoch, rows version): a cache of row-derived data (the alias registry, the
     embeddings lane's vectors) keyed by it is current for every process and connection. None
     inside the caller's own transaction (its uncommitted rows are never cached: after a
-    rollback the count would come round again for other rows), or when either is missing or
+    rollback the count would come round again for other rows) — unless ``snapshot`` says the
+    transaction is a read-only one the reader began itself — or when either is missing or
     not a number."""
-    if conn.in_transaction:
+    if conn.in_transaction and not snapshot:
         return None
     info = dict(conn.execute("SELECT key, value FROM index_info WHERE key IN ('epoch', 'rows')").fetchall())
     try:

@@ -164,11 +164,10 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     overfetch = min(3 * limit + 10, 150)
     model = _vector_model(ctx, embeddings)
     with_aliases = not ablated("no-aliases")
-    # what the registry and the lane's vectors read is kept while no row changes: one read says
-    generation = index_generation(ctx.conn, ctx.root) if with_aliases or model is not None else None
-    rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
-    result.rewrites = [r.label() for r in rewrites]
-    expressions = [expression, *(_expression(r.text) for r in rewrites)]
+    # what the registry and the lane's vectors read is kept while no row changes: one read
+    # says (the lane's before it starts, outside the search's snapshot: it may write vectors)
+    own_snapshot = not ctx.conn.in_transaction
+    generation = index_generation(ctx.conn, ctx.root) if model is not None else None
     pending = None
     if model is not None:
         from .embeddings import start
@@ -177,6 +176,11 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     # each round ranks, then looks its rows up, and the texts of the few shown are read last:
     # one view of the index for all (a row read later is the version that was ranked)
     with _snapshot(ctx.conn):
+        if with_aliases and generation is None and own_snapshot:
+            generation = index_generation(ctx.conn, ctx.root, snapshot=True)  # its own read lock is taken
+        rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
+        result.rewrites = [r.label() for r in rewrites]
+        expressions = [expression, *(_expression(r.text) for r in rewrites)]
         round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
         if explain:
             result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
