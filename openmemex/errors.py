@@ -50,7 +50,16 @@ class IndexReplaced(IndexDamaged):
 
 def repository_refused(exc: BaseException) -> str | None:
     """libgit2 refusing the repository's state (corrupt HEAD, locked refs, …): the user's
-    to fix, so every surface answers with one line instead of a crash report."""
-    if type(exc).__module__.split(".")[0] in ("pygit2", "_pygit2"):
-        return f"git: {exc} — check the repository with `git status`"
-    return None
+    to fix, so every surface answers with one line instead of a crash report. An object git
+    cannot read (a damaged or missing tree or commit) names ``git fsck``, which says which."""
+    if type(exc).__module__.split(".")[0] not in ("pygit2", "_pygit2"):
+        return None
+    text = str(exc)
+    if any(sign in text.lower() for sign in _DAMAGED):
+        return f"git: {text} — an object of the repository is damaged or missing: `git fsck` names it"
+    return f"git: {text} — check the repository with `git status`"
+
+
+# libgit2's words for an object it cannot read (partial clones are named earlier: git/objects.py)
+_DAMAGED = ("failed to inflate", "corrupt", "failed to parse", "can not be successfully peeled", "no match for id",
+            "object not found", "invalid object")  # fmt: skip

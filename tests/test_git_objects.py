@@ -186,3 +186,20 @@ def test_a_commit_in_a_sparse_partial_clone_is_not_held_up(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-m", "openmemex", "check", rel], cwd=clone, capture_output=True, text=True,
                           timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_damaged_root_tree_names_git_fsck(git_repo: Path, cli: object) -> None:
+    """HEAD's root tree overwritten with bytes that do not inflate: the commands that read it
+    say so in one line naming ``git fsck`` (which names the object), not a generic pointer to
+    ``git status``; the local commands go on."""
+    assert cli("add", "a fact kept while the repository is damaged").rc == 0  # type: ignore[operator]
+    git("commit", "-q", "--allow-empty", "-m", "a commit whose tree is then damaged", cwd=git_repo)
+    oid = git("rev-parse", "HEAD^{tree}", cwd=git_repo).strip()
+    obj = git_repo / ".git" / "objects" / oid[:2] / oid[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(b"damaged")
+    for command in (["check"], ["sync-status"]):
+        result = cli(*command)  # type: ignore[operator]
+        assert result.rc == 1 and "Traceback" not in result.err, result.err
+        assert "an object of the repository is damaged or missing: `git fsck` names it" in result.err, result.err
+    assert "while the repository is damaged" in cli("search", "fact kept").out  # type: ignore[operator]
