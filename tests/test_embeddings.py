@@ -502,3 +502,22 @@ def test_the_lane_worker_answers_raises_and_survives_its_own_end(monkeypatch: py
     assert job.result() == "answered in place" and not job.taken
     with pytest.raises(RuntimeError, match="gone"):  # and the next search computes in place (start)
         embeddings._worker().submit(lambda: None)
+
+
+def test_a_model_giving_vectors_of_another_size_is_one_line(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query's embedding runs on the lane's worker thread: a model whose files give
+    vectors of another size is still one line naming the fix, exit 1 — not a traceback from
+    that thread."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    import numpy as np
+
+    from openmemex.embeddings import providers
+
+    assert cli("add", "The kitten sleeps on the sofa all afternoon.").rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    assert cli("search", "kitten").rc == 0  # the document vectors are right
+    monkeypatch.setattr(providers.WordLlamaProvider, "embed_query", lambda self, text: np.zeros(128, np.float32))
+    result = cli("search", "cat nap couch")
+    assert result.rc == 1 and "Traceback" not in result.err, result.err
+    assert "gave 128-dimension vectors, not 256" in result.err and "--no-embeddings" in result.err
+    assert result.err.count("\n") == 1

@@ -185,7 +185,11 @@ def test_a_pair_defined_or_retracted_elsewhere_applies_to_the_next_search(
     ctx = Context.load(git_repo)
     try:
         assert search(ctx, "PSP runbook").rewrites == []
-        assert search(ctx, "PSP runbook").rewrites == []  # kept: no second read
+        statements: list[str] = []
+        ctx.conn.set_trace_callback(statements.append)
+        assert search(ctx, "PSP runbook").rewrites == []
+        ctx.conn.set_trace_callback(None)
+        assert statements and not any("memories_alias_target" in s for s in statements)  # kept: not read again
         defined = cli("add", "PSP is our shorthand.", "--alias", "PSP", "--target", "payment service provider",
                       "--json")  # fmt: skip
         assert defined.rc == 0, defined.err

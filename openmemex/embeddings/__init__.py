@@ -217,7 +217,8 @@ def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | Non
     (it owns the index connection); the query's embedding and the product run on the
     lane's worker thread meanwhile, so they overlap the bm25 rounds the caller runs next
     (both release the GIL: SQLite while it steps, numpy and the tokenizers while they
-    compute). Measured at 10k: the lane's 0.3 ms then costs the search about a tenth.
+    compute). Measured at 10k (benchmarks/retrieval): the worker's 0.4 ms costs the search
+    5-9 % more than the default, most of it this thread's own steps and the fusion.
     ``generation`` (``index.generation``, read by the caller) saves reading it again."""
     prov = provider(ctx, model)
     if not prov.multilingual and has_cjk(query):
