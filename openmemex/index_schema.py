@@ -7,7 +7,7 @@ do not is not stored twice:
 - ``dir`` is a number (``folders`` holds each path once) and ``file_path`` is made from the
   folder and the id (a file whose id differs from its name is never indexed).
 - the text (``body``) is deflated (``pack``; the view inflates it with ``memex_text``):
-  about 0.6 of the bytes of prose. Search reads ranked rows without it (``search._LEAN``),
+  about 0.6 of the bytes of prose. Search reads ranked rows without it (``LEAN_COLUMNS``),
   listings choose their rows before reading them whole.
 - ``cjk`` is 1 when the memory has Chinese/Japanese/Korean text, 0 otherwise; its unigrams
   and bigrams (a third of the corpus's size where a fifth of it is Chinese) are indexed but
@@ -197,6 +197,13 @@ CREATE TABLE sync_log(
   scanned INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
+
+
+# What ranking, chains and tiers read of a ranked row: search reads ranked rows with these
+# alone (a text is stored deflated; most rows are never shown), and the rest only for the
+# few that are shown (``search._complete``); the embeddings lane keeps them with its vectors.
+LEAN_COLUMNS = ("rowid", "id", "dir", "location", "scope", "type", "importance", "status", "review_state",
+                "superseded_by", "cjk")  # fmt: skip
 
 
 # The secondary indexes: made after a rebuild has inserted every row (``create_indexes``):

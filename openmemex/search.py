@@ -19,7 +19,7 @@ from .errors import UsageError
 from .expansions import ablated
 from .index import generation as index_generation
 from .index import placeholders, split_tags
-from .index_schema import FTS_COLUMNS, TOKENIZE, words_apart, words_together
+from .index_schema import FTS_COLUMNS, LEAN_COLUMNS, TOKENIZE, words_apart, words_together
 from .lifecycle import newest_in_chain, replacement_missing
 from .lookup import LOCATION_RANK
 from .model import HIDDEN_STATUSES, TYPES
@@ -176,8 +176,10 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     # each round ranks, then looks its rows up, and the texts of the few shown are read last:
     # one view of the index for all (a row read later is the version that was ranked)
     with _snapshot(ctx.conn):
-        if with_aliases and generation is None and own_snapshot:
-            generation = index_generation(ctx.conn, ctx.root, snapshot=True)  # its own read lock is taken
+        if own_snapshot and (with_aliases or pending is not None):
+            # read again in the snapshot (its own read lock is taken here): the registry, and the
+            # rows the lane kept with its vectors, are this view's when theirs is the same
+            generation = index_generation(ctx.conn, ctx.root, snapshot=True)
         rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
         result.rewrites = [r.label() for r in rewrites]
         expressions = [expression, *(_expression(r.text) for r in rewrites)]
@@ -193,7 +195,11 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         if model is not None and near is not None:
             from .embeddings import fuse
 
-            candidates = fuse(ctx, model, candidates, near, _Candidate, lambda ids: visible_rows(ctx, ids, dirs, type))
+            def lane_rows(ids: list[int]) -> list[Row]:
+                kept = pending.rows(ids, generation) if pending is not None else None
+                return visible_rows(ctx, ids, dirs, type) if kept is None else list(kept)
+
+            candidates = fuse(ctx, model, candidates, near, _Candidate, lane_rows)
             result.lanes = ["bm25", f"vector:{model}"]
         result.candidates = len(candidates) + result.hidden_retracted
         resolved = _resolve(ctx, candidates, dirs, type, result, {})
@@ -296,10 +302,7 @@ def _ranked_join(ctx: Context, expression: str, dirs: list[str], type: str | Non
     return [(r, float(r["rank"])) for r in rows]
 
 
-# What ranking, chains and tiers read of a ranked row: the ranked rows are read with these
-# alone (a text is stored deflated; most rows are never shown), and ``_complete`` reads the
-# rest for the few that are shown (or whose text the literal bonus reads).
-_LEAN = "rowid, id, dir, location, scope, type, importance, status, review_state, superseded_by, cjk"
+_LEAN = ", ".join(LEAN_COLUMNS)  # (``_complete`` reads the rest, for the shown rows and the literal bonus's)
 
 
 def _visible(ctx: Context, ranked: list[tuple[int, float]], dirs: list[str],

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import MemexError
 from ..index import generation as index_generation
 from ..index import transaction
+from ..index_schema import LEAN_COLUMNS
 from ..text import has_cjk
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class _Cache:
     dir_index: Any
     types: list[str]
     matrix: Any
+    lean: dict[int, tuple[Any, ...]]  # rowid -> its ``LEAN_COLUMNS``, as read with the vectors
     masks: dict[tuple[str, ...], tuple[Any, _Scope]] = field(default_factory=dict)  # dirs -> (positions, vectors)
 
 
@@ -178,19 +180,25 @@ def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, i
     dirs = sorted({str(r[1]) for r in rows})
     where = {d: i for i, d in enumerate(dirs)}
     cache = _Cache(key, np.array([r[0] for r in rows], dtype=np.int64), dirs,
-                   np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix)  # fmt: skip
+                   np.array([where[str(r[1])] for r in rows], dtype=np.int32), [str(r[2]) for r in rows], matrix,
+                   {int(r[0]): tuple(r[_FIRST_LEAN:]) for r in rows})  # fmt: skip
     if key is not None:
         _caches[prov.name] = cache
     return cache
 
 
+_FIRST_LEAN = 5  # a vector row's ``LEAN_COLUMNS`` begin after (rowid, dir, type, vec, hash)
+
+
 def _read_vectors(ctx: Context, prov: EmbeddingProvider) -> tuple[list[Any], Matrix]:
-    """The visible memories' vectors of the model's size (rowid, dir, type, vec, hash), as rows and a matrix."""
+    """The visible memories' vectors of the model's size (rowid, dir, type, vec, hash, then
+    the ``LEAN_COLUMNS`` search ranks by), as rows and a matrix."""
     import numpy as np
 
     only_latin = "" if prov.multilingual else " AND m.cjk = 0"  # a Latin-only model reads no Chinese
     rows = ctx.conn.execute(
-        "SELECT m.rowid, m.dir, m.type, v.vec, v.content_hash FROM memories m JOIN vectors v "
+        f"SELECT m.rowid, m.dir, m.type, v.vec, v.content_hash, {', '.join(f'm.{c}' for c in LEAN_COLUMNS)} "
+        "FROM memories m JOIN vectors v "
         "ON v.model = ? AND v.content_hash = m.content_hash AND length(v.vec) = ? "
         f"WHERE m.status NOT IN ('retracted', 'archived'){only_latin}",
         (prov.name, 4 * prov.dim),
@@ -207,33 +215,61 @@ def vector_candidates(ctx: Context, model: str, query: str, dirs: list[str], typ
     return start(ctx, model, query, dirs, type, k)()
 
 
-Pending = Callable[[], "list[tuple[int, float]] | None"]
+class Lane:
+    """A search's vector lane, begun by ``start``: calling it waits for its candidates
+    ((rowid, cosine), or None when the model cannot read the query)."""
+
+    __slots__ = ("_answer", "_cache", "_dirs", "_type")
+
+    def __init__(self, answer: Callable[[], list[tuple[int, float]] | None], cache: _Cache | None = None,
+                 dirs: list[str] | None = None, type: str | None = None) -> None:  # fmt: skip
+        self._answer, self._cache, self._dirs, self._type = answer, cache, set(dirs or ()), type
+
+    def __call__(self) -> list[tuple[int, float]] | None:
+        return self._answer()
+
+    def rows(self, rowids: list[int], generation: tuple[str, str, int] | None) -> list[dict[str, Any]] | None:
+        """The lean rows (``LEAN_COLUMNS``) of these candidates as read with the vectors, when
+        ``generation`` (the caller's view of the index) is the one they were read at: no row
+        has changed since, so they are that view's rows, and reading them again costs a
+        statement (a rowid lookup each: 2-7 µs here). None: they may be older — read them."""
+        cache = self._cache
+        if cache is None or cache.key is None or generation is None or cache.key[:3] != generation:
+            return None
+        out = []
+        for rowid in sorted(rowids):  # as the statement gives them
+            lean = cache.lean.get(rowid)
+            if lean is None:
+                return None
+            row = dict(zip(LEAN_COLUMNS, lean, strict=True))
+            if row["dir"] in self._dirs and (self._type is None or row["type"] == self._type):
+                out.append(row)  # (kept rows are never retracted or archived: ``_read_vectors``)
+        return out
 
 
 def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | None, k: int,
-          generation: tuple[str, str, int] | None = None) -> Pending:  # fmt: skip
-    """Begin the lane for ``query`` and return the function that waits for its answer
-    (as ``vector_candidates``). The vectors are made current here, on the caller's thread
-    (it owns the index connection); the query's embedding and the product run on the
-    lane's worker thread meanwhile, so they overlap the bm25 rounds the caller runs next
-    (both release the GIL: SQLite while it steps, numpy and the tokenizers while they
-    compute). Measured at 10k (benchmarks/retrieval): the worker's 0.4 ms costs the search
-    5-9 % more than the default, most of it this thread's own steps and the fusion.
+          generation: tuple[str, str, int] | None = None) -> Lane:  # fmt: skip
+    """Begin the lane for ``query`` (as ``vector_candidates``). The vectors are made current
+    here, on the caller's thread (it owns the index connection); the query's embedding and
+    the product run on the lane's worker thread meanwhile, so they overlap the bm25 rounds
+    the caller runs next (both release the GIL: SQLite while it steps, numpy while it
+    multiplies). Measured at 10k (benchmarks/retrieval): the worker's 0.4 ms costs the
+    search 5-9 % more than the default, most of it this thread's own steps and the fusion.
     ``generation`` (``index.generation``, read by the caller) saves reading it again."""
     prov = provider(ctx, model)
     if not prov.multilingual and has_cjk(query):
-        return lambda: None
+        return Lane(lambda: None)
     with _lock:
-        scope = _scoped(_matrix(ctx, prov, generation), dirs, type, getattr(prov, "first_dims", 0))
+        cache = _matrix(ctx, prov, generation)
+        scope = _scoped(cache, dirs, type, getattr(prov, "first_dims", 0))
     count = min(k, len(scope.rowids))
     if count == 0:
-        return lambda: []
+        return Lane(lambda: [], cache, dirs, type)
     try:
-        wait: Pending = _worker().submit(_nearest, prov, query, scope, count).result
-    except RuntimeError:  # the interpreter is shutting down (a call still running as the server exits)
-        near = _nearest(prov, query, scope, count)
-        return lambda: near
-    return wait
+        job = _worker().submit(_nearest, prov, query, scope, count)
+    except RuntimeError:  # no thread to be had (the interpreter is ending as a call runs): the caller runs it
+        job = _Job(_nearest, (prov, query, scope, count))
+    return Lane(job.result, cache, dirs, type)
 
 
 def wrong_model(prov: EmbeddingProvider, dim: int) -> MemexError:
@@ -251,7 +287,7 @@ def _nearest(prov: EmbeddingProvider, query: str, scope: _Scope, count: int) -> 
     vector = prov.embed_query(query)
     if vector.shape != (prov.dim,):
         raise wrong_model(prov, vector.shape[-1] if vector.ndim else 0)
-    vector = vector.astype(np.float32)
+    vector = np.asarray(vector, dtype=np.float32)  # no copy when it is one already (each call holds the GIL)
     picked = None
     if scope.prefix is not None and len(scope.rowids) > 2 * (wide := max(FIRST_PASS_WIDTH * count, FIRST_PASS_MIN)):
         # a Matryoshka model's leading dimensions are a coarse embedding of their own: they
@@ -274,37 +310,46 @@ FIRST_PASS_WIDTH, FIRST_PASS_MIN = 8, 160  # candidates the coarse pass keeps: p
 
 
 class _Job:
-    """One call on the lane's worker; ``result`` waits for it (and runs it in place if the
-    worker is gone before taking it, as at the end of the interpreter)."""
+    """One call on the lane's worker. Whichever thread claims it first runs it: the worker,
+    or the caller asking for the answer before the worker began (measured on a 2-core VM:
+    1 search in 40 found the worker not yet started after the 2-3 ms of bm25 — waiting for a
+    core or the GIL — and then waited 1-14 ms more). A job the worker began but has not
+    finished within ``PATIENCE_S`` is computed again by the caller, which returns its own
+    answer (the call is a pure function of its arguments)."""
 
-    __slots__ = ("args", "call", "done", "error", "taken", "value")
+    __slots__ = ("args", "call", "claim", "done", "error", "value")
 
     def __init__(self, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.call, self.args = call, args
+        self.claim = threading.Lock()
         self.done = threading.Lock()
         self.done.acquire()
         self.value: Any = None
         self.error: BaseException | None = None
-        self.taken = False
 
-    def run(self) -> None:
+    def run(self) -> bool:
+        """Run the call unless another thread claimed it; whether this one did."""
+        if not self.claim.acquire(blocking=False):
+            return False
         try:
             self.value = self.call(*self.args)
         except BaseException as exc:  # handed to the caller, as a future would
             self.error = exc
         finally:
             self.done.release()
+        return True
 
     def result(self) -> Any:
-        while not self.done.acquire(timeout=1.0):
-            if not _Worker.alive(self):
-                self.run()
-                self.done.acquire()
-                break
-        self.done.release()  # answered: a second call returns at once, as a future's would
+        if not self.run():  # the worker began it
+            if not self.done.acquire(timeout=PATIENCE_S):
+                return self.call(*self.args)  # the worker is held up (its core, the GIL, its end): quicker here
+            self.done.release()  # answered: a second call returns at once, as a future's would
         if self.error is not None:
             raise self.error
         return self.value
+
+
+PATIENCE_S = 0.001  # about twice the worker's own time at 10k (the query's embedding and product)
 
 
 class _Worker:
@@ -321,9 +366,7 @@ class _Worker:
 
     def _serve(self) -> None:
         while True:
-            job = self._jobs.get()
-            job.taken = True
-            job.run()
+            self._jobs.get().run()
 
     def submit(self, call: Callable[..., Any], *args: Any) -> _Job:
         if not self._thread.is_alive():
@@ -331,12 +374,6 @@ class _Worker:
         job = _Job(call, args)
         self._jobs.put(job)
         return job
-
-    @staticmethod
-    def alive(job: _Job) -> bool:
-        """Whether ``job`` is still to be answered by the worker (taken, or it can be)."""
-        worker = _workers.get(os.getpid())
-        return job.taken or (worker is not None and worker._thread.is_alive())
 
 
 _workers: dict[int, _Worker] = {}  # pid -> worker: a forked child gets its own (the parent's thread is not there)
