@@ -164,22 +164,26 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     overfetch = min(3 * limit + 10, 150)
     model = _vector_model(ctx, embeddings)
     with_aliases = not ablated("no-aliases")
-    # what the registry and the lane's vectors read is kept while no row changes: one read
-    # says (the lane's before it starts, outside the search's snapshot: it may write vectors)
     own_snapshot = not ctx.conn.in_transaction
-    generation = index_generation(ctx.conn, ctx.root) if model is not None else None
-    pending = None
-    if model is not None:
-        from .embeddings import start
-
-        pending = start(ctx, model, query, dirs, type, 2 * limit + 4, generation)  # runs while the bm25 rounds do
     # each round ranks, then looks its rows up, and the texts of the few shown are read last:
     # one view of the index for all (a row read later is the version that was ranked)
     with _snapshot(ctx.conn):
-        if own_snapshot and (with_aliases or pending is not None):
-            # read again in the snapshot (its own read lock is taken here): the registry, and the
-            # rows the lane kept with its vectors, are this view's when theirs is the same
-            generation = index_generation(ctx.conn, ctx.root, snapshot=True)
+        # what the registry and the lane's vectors read is kept while no row changes: one read
+        # in the snapshot says (its own read lock is taken here)
+        generation = index_generation(ctx.conn, ctx.root, snapshot=True) \
+            if own_snapshot and (with_aliases or model is not None) else None  # fmt: skip
+        pending = None
+        if model is not None:
+            from .embeddings import ready, start
+
+            if own_snapshot and not ready(model, generation):
+                # the lane makes its vectors current first, which writes: outside any transaction
+                ctx.conn.execute("COMMIT")  # (nothing read yet but the generation)
+                pending = start(ctx, model, query, dirs, type, 2 * limit + 4)
+                ctx.conn.execute("BEGIN")
+                generation = index_generation(ctx.conn, ctx.root, snapshot=True)
+            else:
+                pending = start(ctx, model, query, dirs, type, 2 * limit + 4, generation)  # runs while bm25 does
         rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
         result.rewrites = [r.label() for r in rewrites]
         expressions = [expression, *(_expression(r.text) for r in rewrites)]

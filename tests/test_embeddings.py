@@ -444,9 +444,11 @@ def test_an_index_that_cannot_say_when_its_rows_change_keeps_nothing(cli: Any, d
 
 def test_a_memory_retracted_while_the_lane_runs_is_not_shown(cli: Any, data_root: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """The lane picks its candidates from the vectors of one moment; the rows it alone found
-    are read later, in the search's own view of the index. A memory another process retracted
-    (or moved out of the scope) in between is left out there, as bm25's rows are."""
+    """The lane picks its candidates from the vectors of one moment. When they were current
+    for the search's own view of the index, that is the moment; when another process had
+    changed a row, the lane makes them current outside that view (it writes them), and the
+    rows it alone found are then read in the search's view: a memory another process
+    retracted (or moved out of the scope) in between is left out there, as bm25's rows are."""
     pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
     from openmemex import embeddings
 
@@ -464,6 +466,7 @@ def test_a_memory_retracted_while_the_lane_runs_is_not_shown(cli: Any, data_root
         return pending
 
     monkeypatch.setattr(embeddings, "start", start_then_retract)
+    assert run_process("add", "The garden hose leaks at the tap.").rc == 0  # the vectors kept are not current
     assert kitten not in [h["id"] for h in _search(cli, "cat nap couch")["hits"]]
 
 

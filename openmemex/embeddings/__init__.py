@@ -152,6 +152,13 @@ def refresh(ctx: Context, prov: EmbeddingProvider) -> int:
     return done
 
 
+def ready(model: str, generation: tuple[str, str, int] | None) -> bool:
+    """Whether the vectors kept in memory are current for ``generation`` (``index.generation``):
+    the lane can then begin inside the caller's read transaction (it writes nothing)."""
+    cached = _caches.get(model)
+    return cached is not None and generation is not None and cached.key == (*generation, model)
+
+
 def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, int] | None = None) -> _Cache:
     import numpy as np
 
