@@ -183,7 +183,8 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
                 ctx.conn.execute("BEGIN")
                 generation = index_generation(ctx.conn, ctx.root, snapshot=True)
             else:
-                pending = start(ctx, model, query, dirs, type, 2 * limit + 4, generation)  # runs while bm25 does
+                pending = start(ctx, model, query, dirs, type, 2 * limit + 4, generation,  # runs while bm25 does
+                                writes=not own_snapshot)  # fmt: skip
         rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
         result.rewrites = [r.label() for r in rewrites]
         expressions = [expression, *(_expression(r.text) for r in rewrites)]

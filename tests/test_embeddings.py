@@ -519,6 +519,33 @@ def test_the_rows_only_the_lane_found_are_its_own_while_no_row_changed(cli: Any,
         assert kitten not in [h.id for h in search(ctx, "cat nap couch").hits]
 
 
+def test_the_lane_inside_the_searchs_snapshot_never_writes(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane begins inside the search's read snapshot when its vectors are current for it;
+    if another thread replaced them meanwhile (``ready`` said yes, they are not), the vectors
+    a new text lacks are not computed there — the read transaction never becomes a write,
+    which another writer could refuse — and the next search computes them."""
+    pytest.importorskip("wordllama", reason="the optional extra: pip install 'open-memex[embeddings]'")
+    from openmemex import embeddings
+    from openmemex.context import Context
+    from openmemex.search import search
+
+    for text in ("Deploys to production need a manual Argo CD sync.", "Invoices are rendered as PDF by the worker."):
+        assert cli("add", text).rc == 0
+    assert cli("config", "set", "embeddings", "wordllama").rc == 0
+    with Context.load(Path.cwd()) as ctx:
+        assert search(ctx, "argo deploys").hits
+        kitten = json.loads(run_process("add", "The kitten sleeps on the sofa all afternoon.", "--json").out)["id"]
+        monkeypatch.setattr(embeddings, "ready", lambda model, generation: True)  # (stale, in truth)
+        statements: list[str] = []
+        ctx.conn.set_trace_callback(statements.append)
+        hits = search(ctx, "cat nap couch").hits
+        ctx.conn.set_trace_callback(None)
+        assert not [s for s in statements if "INSERT" in s.upper() or "DELETE" in s.upper()]
+        assert kitten not in [h.id for h in hits]  # no vector yet, and no word in common
+        monkeypatch.undo()
+        assert kitten in [h.id for h in search(ctx, "cat nap couch").hits if h.lane == "vector"]
+
+
 def test_the_lane_worker_answers_raises_and_is_never_waited_on_when_held_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lane's worker thread answers each job through its lock and hands a call's error
     to the caller. A job it has not begun when the answer is asked for (its core busy, the

@@ -159,7 +159,11 @@ def ready(model: str, generation: tuple[str, str, int] | None) -> bool:
     return cached is not None and generation is not None and cached.key == (*generation, model)
 
 
-def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, int] | None = None) -> _Cache:
+def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, int] | None = None,
+            writes: bool = True) -> _Cache:  # fmt: skip
+    """The vectors of the index as ``generation`` has it (read when None), computing the
+    missing ones first — unless ``writes`` is False (the caller's own read transaction,
+    which must not become a write: a text with no vector yet then has none this time)."""
     import numpy as np
 
     conn = ctx.conn
@@ -168,7 +172,9 @@ def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, i
     cached = _caches.get(prov.name)
     if cached is not None and key is not None and cached.key == key:
         return cached
-    if refresh(ctx, prov):
+    if not writes:
+        key = None  # some texts may have no vector yet: this answer is never kept
+    elif refresh(ctx, prov):
         key = _state(ctx, prov.name)
     rows, matrix = _read_vectors(ctx, prov)
     finite = np.isfinite(matrix).all(axis=1)
@@ -255,19 +261,21 @@ class Lane:
 
 
 def start(ctx: Context, model: str, query: str, dirs: list[str], type: str | None, k: int,
-          generation: tuple[str, str, int] | None = None) -> Lane:  # fmt: skip
+          generation: tuple[str, str, int] | None = None, writes: bool = True) -> Lane:  # fmt: skip
     """Begin the lane for ``query`` (as ``vector_candidates``). The vectors are made current
     here, on the caller's thread (it owns the index connection); the query's embedding and
     the product run on the lane's worker thread meanwhile, so they overlap the bm25 rounds
     the caller runs next (both release the GIL: SQLite while it steps, numpy while it
     multiplies). Measured at 10k (benchmarks/retrieval): the worker's 0.4 ms costs the
     search 5-9 % more than the default, most of it this thread's own steps and the fusion.
-    ``generation`` (``index.generation``, read by the caller) saves reading it again."""
+    ``generation`` (``index.generation``, read by the caller) saves reading it again;
+    ``writes`` False: inside the caller's read transaction (``ready`` said the vectors were
+    current; another thread may have replaced them since — then none are computed)."""
     prov = provider(ctx, model)
     if not prov.multilingual and has_cjk(query):
         return Lane(lambda: None)
     with _lock:
-        cache = _matrix(ctx, prov, generation)
+        cache = _matrix(ctx, prov, generation, writes)
         scope = _scoped(cache, dirs, type, getattr(prov, "first_dims", 0))
     count = min(k, len(scope.rowids))
     if count == 0:
