@@ -348,6 +348,23 @@ def epoch(conn: sqlite3.Connection) -> str:
 
 
 @contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction around several statements (WAL: one snapshot, no lock taken),
+    so what they read is one state of the index; inside the caller's own transaction, that."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")  # reads only: nothing to keep or lose
+
+
+@contextmanager
 def transaction(conn: sqlite3.Connection, check: bool = True) -> Iterator[None]:
     """BEGIN IMMEDIATE: take the write lock up front so busy_timeout applies (a deferred
     transaction that upgrades later fails at once with SQLITE_BUSY). Inside an open

@@ -8,8 +8,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -18,7 +17,7 @@ from .context import Context
 from .errors import UsageError
 from .expansions import ablated
 from .index import generation as index_generation
-from .index import placeholders, split_tags
+from .index import placeholders, read_snapshot, split_tags
 from .index_schema import FTS_COLUMNS, LEAN_COLUMNS, TOKENIZE, words_apart, words_together
 from .lifecycle import newest_in_chain, replacement_missing
 from .lookup import LOCATION_RANK
@@ -167,7 +166,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     own_snapshot = not ctx.conn.in_transaction
     # each round ranks, then looks its rows up, and the texts of the few shown are read last:
     # one view of the index for all (a row read later is the version that was ranked)
-    with _snapshot(ctx.conn):
+    with read_snapshot(ctx.conn):  # a row looked up after ranking is the version that was ranked
         # what the registry and the lane's vectors read is kept while no row changes: one read
         # in the snapshot says (its own read lock is taken here)
         generation = index_generation(ctx.conn, ctx.root, snapshot=True) \
@@ -364,23 +363,6 @@ def _complete(ctx: Context, rows: list[Row]) -> None:
         return
     for row in ctx.conn.execute(f"SELECT * FROM memories WHERE {_ROWID_IN}", (_rowid_list(lean),)):
         lean[int(row["rowid"])].update(zip(row.keys(), row, strict=True))
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction around several statements (WAL: one snapshot, no lock taken),
-    so a row looked up after ranking is the version that was ranked."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    except BaseException:
-        with suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")  # reads only: nothing to keep or lose
 
 
 def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MemexError
 from ..index import generation as index_generation
-from ..index import transaction
+from ..index import read_snapshot, transaction
 from ..index_schema import LEAN_COLUMNS
 from ..text import has_cjk
 
@@ -172,20 +172,19 @@ def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, i
     cached = _caches.get(prov.name)
     if cached is not None and key is not None and cached.key == key:
         return cached
-    if not writes:
-        key = None  # some texts may have no vector yet: this answer is never kept
-    elif refresh(ctx, prov):
-        key = _state(ctx, prov.name)
-    rows, matrix = _read_vectors(ctx, prov)
+    if writes:
+        refresh(ctx, prov)
+    key, rows, matrix = _read_current(ctx, prov)
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all() and not private:  # damaged rows of the right size: dropped and computed again
         with transaction(conn):
             conn.executemany("DELETE FROM vectors WHERE model = ? AND content_hash = ?",
                              [(prov.name, rows[int(i)][4]) for i in np.flatnonzero(~finite)])  # fmt: skip
         refresh(ctx, prov)
-        key = _state(ctx, prov.name)
-        rows, matrix = _read_vectors(ctx, prov)
+        key, rows, matrix = _read_current(ctx, prov)
         finite = np.isfinite(matrix).all(axis=1)
+    if not writes:
+        key = None  # some texts may have no vector yet: this answer is never kept
     if not finite.all():  # still (the model itself gave them): left out, their memories keep bm25
         kept = np.flatnonzero(finite)
         rows = [rows[int(i)] for i in kept]
@@ -198,6 +197,18 @@ def _matrix(ctx: Context, prov: EmbeddingProvider, generation: tuple[str, str, i
     if key is not None:
         _caches[prov.name] = cache
     return cache
+
+
+def _read_current(ctx: Context, prov: EmbeddingProvider) -> tuple[tuple[str, str, int, str] | None, list[Any], Matrix]:
+    """The vectors (``_read_vectors``) and the generation they are of, read in one view of the
+    index: read apart, another process's write in between would label one state's rows with
+    another's generation, and a search whose view is the first would take the second's rows
+    (``Lane.rows``). None inside the caller's own transaction: never kept."""
+    private = ctx.conn.in_transaction
+    with read_snapshot(ctx.conn):
+        generation = None if private else index_generation(ctx.conn, ctx.root, snapshot=True)
+        rows, matrix = _read_vectors(ctx, prov)
+    return (None if generation is None else (*generation, prov.name)), rows, matrix
 
 
 _FIRST_LEAN = 5  # a vector row's ``LEAN_COLUMNS`` begin after (rowid, dir, type, vec, hash)
