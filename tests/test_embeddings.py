@@ -648,7 +648,25 @@ def test_the_lane_worker_answers_raises_and_is_never_waited_on_when_held_up(monk
     assert job.result() == threading.current_thread().name
     assert time.monotonic() - began < 10  # the patience (1 ms), with room for a loaded machine
     held.set()
+
+    # the patience follows the worker's usual time (a larger index, a slower machine): a job
+    # slower than PATIENCE_S, as its last runs were, is waited for — not computed twice
+    from collections import deque
+
+    monkeypatch.setattr(embeddings, "_took", deque(maxlen=9))
     worker = embeddings._worker()
+
+    def on_worker(call: Callable[[], Any]) -> Any:
+        job = worker.submit(call)
+        while not job.claim.locked():
+            time.sleep(0.001)
+        return job.result()
+
+    for _ in range(3):
+        on_worker(lambda: time.sleep(0.05))
+    assert embeddings.patience() >= 0.1
+    assert on_worker(lambda: (time.sleep(0.05), threading.current_thread().name)[1]) == "open-memex-vectors"
+
     monkeypatch.setattr(worker._thread, "is_alive", lambda: False)  # a thread that ended
     with pytest.raises(RuntimeError, match="gone"):  # (``start`` then hands the caller a job of its own)
         worker.submit(lambda: None)

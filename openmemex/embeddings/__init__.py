@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -341,7 +343,7 @@ class _Job:
     or the caller asking for the answer before the worker began (measured on a 2-core VM:
     1 search in 40 found the worker not yet started after the 2-3 ms of bm25 — waiting for a
     core or the GIL — and then waited 1-14 ms more). A job the worker began but has not
-    finished within ``PATIENCE_S`` is computed again by the caller, which returns its own
+    finished within ``patience()`` is computed again by the caller, which returns its own
     answer (the call is a pure function of its arguments)."""
 
     __slots__ = ("args", "call", "claim", "done", "error", "value")
@@ -354,21 +356,25 @@ class _Job:
         self.value: Any = None
         self.error: BaseException | None = None
 
-    def run(self) -> bool:
-        """Run the call unless another thread claimed it; whether this one did."""
+    def run(self, timed: bool = False) -> bool:
+        """Run the call unless another thread claimed it; whether this one did (``timed``:
+        the worker's runs, whose times set the caller's patience)."""
         if not self.claim.acquire(blocking=False):
             return False
+        began = time.perf_counter()
         try:
             self.value = self.call(*self.args)
         except BaseException as exc:  # handed to the caller, as a future would
             self.error = exc
         finally:
+            if timed:
+                _took.append(time.perf_counter() - began)
             self.done.release()
         return True
 
     def result(self) -> Any:
         if not self.run():  # the worker began it
-            if not self.done.acquire(timeout=PATIENCE_S):
+            if not self.done.acquire(timeout=patience()):
                 return self.call(*self.args)  # the worker is held up (its core, the GIL, its end): quicker here
             self.done.release()  # answered: a second call returns at once, as a future's would
         if self.error is not None:
@@ -376,7 +382,16 @@ class _Job:
         return self.value
 
 
-PATIENCE_S = 0.001  # about twice the worker's own time at 10k (the query's embedding and product)
+PATIENCE_S = 0.001  # at least: about twice the worker's own time at 10k (the query's embedding and product)
+_took: deque[float] = deque(maxlen=9)  # the worker's last runs, in seconds
+
+
+def patience() -> float:
+    """How long a caller waits for a job the worker began: twice the worker's usual time
+    (the median of its last runs: a larger index, a slower machine), at least ``PATIENCE_S``
+    — past it the worker is held up, and computing the answer here is quicker."""
+    recent = sorted(_took)  # one C call under the GIL: the worker's append cannot come in between
+    return max(PATIENCE_S, 2 * recent[len(recent) // 2]) if recent else PATIENCE_S
 
 
 class _Worker:
@@ -393,7 +408,7 @@ class _Worker:
 
     def _serve(self) -> None:
         while True:
-            self._jobs.get().run()
+            self._jobs.get().run(timed=True)
 
     def submit(self, call: Callable[..., Any], *args: Any) -> _Job:
         if not self._thread.is_alive():
