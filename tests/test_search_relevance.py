@@ -274,3 +274,30 @@ def test_a_nul_in_the_query_is_text_not_an_fts_error(cli: Any, query: str) -> No
     finally:
         ctx.close()
     assert bool(hits) == any(w in query for w in ("deploy", "部署"))  # the words around it still count
+
+
+def test_the_literal_bonus_reads_the_candidates_texts_not_their_whole_rows(cli: Any, data_root: Path,
+                                                                          git_repo: Path) -> None:  # fmt: skip
+    """An identifier in the query (``PAYMENTS_WEBHOOK_SECRET``) gives the candidates holding it
+    verbatim a bonus: their text, tags and aliases are read for every candidate, and the
+    whole row only for the few shown (reading whole rows for 40 candidates cost more than
+    the rest of such a search). The bonus still decides the order."""
+    from openmemex.context import Context
+    from openmemex.search import search
+
+    folder = paths.scope_dir(data_root, "personal")
+    for n in range(40):  # the query's words rare enough to weigh (bm25 gives a word in most rows nothing)
+        _write(folder, f"Rotate the payments webhook secret number {n} every quarter." if n % 4 == 0 else
+               f"Invoice {n} is rendered as a PDF by the billing worker.", scope="personal")  # fmt: skip
+    exact = _write(folder, "PAYMENTS_WEBHOOK_SECRET lives in the vault under payments/.", scope="personal")
+    with Context.load(git_repo) as ctx:
+        search(ctx, "warm up")
+        statements: list[str] = []
+        ctx.conn.set_trace_callback(statements.append)
+        hits = search(ctx, "PAYMENTS_WEBHOOK_SECRET", limit=3).hits
+        ctx.conn.set_trace_callback(None)
+    assert hits[0].id == exact
+    texts = [s for s in statements if s.startswith("SELECT rowid, content, tags, aliases FROM memories")]
+    whole = [s for s in statements if s.startswith("SELECT * FROM memories WHERE rowid IN")]
+    assert len(texts) == 1 and texts[0].split("json_each(", 1)[1].count(",") >= 8  # every candidate's, in one read
+    assert whole and all(s.split("json_each(", 1)[1].count(",") < 6 for s in whole)  # the shown rows only
