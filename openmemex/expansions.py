@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -373,12 +374,35 @@ def _note(found: dict[int, list[str]], gi: int, member: str) -> None:
 
 
 def check_groups(value: object) -> list[list[str]]:
-    """``searchExpansions``: a list of groups, each a list of two or more words."""
+    """``searchExpansions``: a list of groups, each a list of two or more words. A member is
+    matched as ASCII words (``_words``, as memory text is cut for groups) or, holding
+    Chinese/Japanese/Korean, as a substring: one with other letters (``café``, ``отпуск``)
+    would be cut into fragments that match the wrong words, so it is refused, as is one with
+    no word at all or with a lone surrogate (which no file can hold)."""
     if not isinstance(value, list) or not all(
         isinstance(g, list) and len(g) >= 2 and all(isinstance(w, str) and w.strip() for w in g) for g in value
     ):
         raise ValueError('expected a list of groups, each a list of two or more words, e.g. [["pto", "vacation"]]')
+    for group in value:
+        for member in group:
+            _check_member(member.strip())
     return [[w.strip() for w in g] for g in value]
+
+
+def _check_member(member: str) -> None:
+    try:
+        member.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"the expansion member {member!r} is not valid text (a lone surrogate)") from None
+    if CJK_RUN.search(member):
+        return
+    if any(not c.isascii() and unicodedata.category(c)[0] in "LN" for c in member):
+        folded = "".join(c for c in unicodedata.normalize("NFKD", member) if not unicodedata.combining(c))
+        hint = f" — write it as {folded!r}" if folded.isascii() and _words(folded) else ""
+        raise ValueError(f"the expansion member {member!r} has letters other than a-z: groups match ASCII words "
+                         f"and Chinese/Japanese/Korean text{hint}")  # fmt: skip
+    if not _words(member):
+        raise ValueError(f"the expansion member {member!r} has no word to match (letters a-z, digits, or CJK)")
 
 
 BUILTIN = Expander(GROUPS)

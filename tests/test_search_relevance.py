@@ -127,6 +127,29 @@ def test_user_groups_reindex_when_the_map_changes(cli: Any, data_root: Path) -> 
     assert bad.rc != 0 and "list of groups" in bad.err and "Traceback" not in bad.err
 
 
+@pytest.mark.parametrize(("member", "said"), [
+    ("café", "write it as 'cafe'"),  # cut by the matcher to "caf": matched nothing it means
+    ("été", "write it as 'ete'"),  # cut to "t": matched every "don't"
+    ("отпуск", "letters other than a-z"),  # cut to nothing: a group that never matched
+    ("!!!", "no word to match"),
+    ("\ud800pto", "lone surrogate"),  # no file can hold it: every command failed (exit 70)
+])  # fmt: skip
+def test_a_member_the_groups_cannot_match_is_refused_in_one_line(cli: Any, data_root: Path, member: str,
+                                                                 said: str) -> None:  # fmt: skip
+    """A user's group member is matched as ASCII words or as Chinese/Japanese/Korean text;
+    one the matcher would cut into fragments (or none) is refused by name, by `config set`
+    and, hand-edited, reported while every command goes on with the built-in groups."""
+    assert cli("add", "Vacation requests go through the HR portal two weeks ahead.").rc == 0
+    result = cli("config", "set", "searchExpansions", json.dumps([[member, "vacation"]]))
+    assert result.rc == 2 and said in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    (data_root / "config.json").write_text(json.dumps({"searchExpansions": [["pto", "vacation"], [member, "x"]]}))
+    for command in (("search", "vacation"), ("list",), ("config", "get", "searchExpansions")):
+        ran = cli(*command)
+        assert ran.rc == 0 and "searchExpansions" in ran.err and said in ran.err, (command, ran.err)
+    assert expansions.check_groups([["k8s集群", "cluster"], ["don’t", "never"], ["c++", "cpp"]])  # CJK, punctuation
+
+
 # -- D81 alias rounds -----------------------------------------------------------------
 
 
