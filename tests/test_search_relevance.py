@@ -169,6 +169,31 @@ def test_alias_chains_stop_after_two_rounds_and_cycles_stop_at_once() -> None:
     assert [r.text for r in rounds("x", [("x", "y"), ("y", "z"), ("z", "x")])] == ["y", "z"]
 
 
+def test_a_round_rewrites_each_name_once_the_longest_first_and_says_what_it_used() -> None:
+    """Overlapping names: the longer one is rewritten (``PSP API``, not its ``PSP``), and the
+    label names only the pairs the round used. A round is one hop: ``a`` becomes ``b`` and
+    is not rewritten again by ``b → c`` in the same round (that is the next round's)."""
+    from openmemex import aliases
+
+    pairs = [("PSP", "payment service provider"), ("PSP API", "payments gateway")]
+    got = rounds("PSP API rate limit", pairs)
+    assert [(r.text, r.label()) for r in got] == [("payments gateway rate limit", "PSP API → payments gateway")]
+    got = rounds("psp outage and the PSP API", pairs)
+    assert got[0].text == "payment service provider outage and the payments gateway"
+    assert got[0].label() == "PSP → payment service provider, PSP API → payments gateway"
+    chain = rounds("a only", [("a", "b"), ("b", "c")])
+    assert [(r.text, r.label()) for r in chain] == [("b only", "a → b"), ("c only", "a → b, b → c")]
+    folded = rounds("ſso and Kelvin", [("sso", "single sign-on"), ("kelvin", "K")])  # ſ is s, K is k to the pattern
+    assert folded[0].text == "single sign-on and K"
+    # one pattern per registry, compiled once: a thousand pairs cost one search, not one per pair
+    many = [(f"proj{i}", f"internal codename {i}") for i in range(1000)]
+    assert [r.text for r in rounds("proj7 status", many)] == ["internal codename 7 status"]
+    before = aliases._rewriter.cache_info().misses
+    for _ in range(3):
+        assert [r.text for r in rounds("proj7 status", many)] == ["internal codename 7 status"]
+    assert aliases._rewriter.cache_info().misses == before
+
+
 def test_the_one_pattern_prefilter_never_skips_a_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
     """``rounds`` asks one combined pattern first and returns at once when it finds no term:
     whatever the registry holds (CJK, punctuation, case, a term inside another), that pattern
