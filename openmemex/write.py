@@ -331,14 +331,18 @@ def supersede(
     tags: list[str] | str | None = None,
     aliases: list[str] | None = None,
     source: str = "cli",
+    alias: str | None = None,
+    target: str | None = None,
 ) -> WriteResult:
     """Replace a memory with a new one; the old stays as history (design §3.4). A memory
     that had entered review re-enters at ``proposed`` (D64) in the same folder. Decided
     and written under the scope's lock: of four concurrent supersedes of one id, one wins
-    and three are told who replaced it."""
+    and three are told who replaced it. The D81 pair carries over unless ``alias`` and
+    ``target`` are given (both empty: the new memory defines none)."""
     check_tag_count(tags)  # given anew; tags carried over from the old memory are kept as they are
     with locked(ctx, memory_id) as (old, folder):
-        return _supersede_locked(ctx, old, folder, content, type=type, tags=tags, aliases=aliases, source=source)
+        return _supersede_locked(ctx, old, folder, content, type=type, tags=tags, aliases=aliases, source=source,
+                                 alias=alias, target=target)  # fmt: skip
 
 
 def _refuse_second_replacement(ctx: Context, old: Memory, folder: Folder) -> None:
@@ -361,7 +365,7 @@ def _refuse_second_replacement(ctx: Context, old: Memory, folder: Folder) -> Non
 
 def _supersede_locked(
     ctx: Context, old: Memory, folder: Folder, content: str, *, type: str | None, tags: list[str] | str | None,
-    aliases: list[str] | None, source: str,
+    aliases: list[str] | None, source: str, alias: str | None = None, target: str | None = None,
 ) -> WriteResult:  # fmt: skip
     refuse_broken_chain(ctx, old, "superseded")
     if old.status == "superseded" and not successor_missing(ctx.conn, old):
@@ -380,6 +384,7 @@ def _supersede_locked(
         ctx, content, tags if tags is not None else old.tags, aliases if aliases is not None else old.aliases
     )
     body, clean_tags, clean_aliases = cleaned
+    pair = (old.alias, old.target) if alias is None and target is None else _clean_pair(ctx, alias, target, masked)
     stamp = now_rfc3339()
     new = Memory(
         id=new_ulid(),
@@ -397,8 +402,8 @@ def _supersede_locked(
         created_at=stamp,
         updated_at=stamp,
         supersedes=old.id,
-        alias=old.alias,
-        target=old.target,
+        alias=pair[0],
+        target=pair[1],
         review_state="proposed" if old.review_state != "draft" else "draft",
         proposed_by=old.proposed_by if old.review_state != "draft" else None,
     )

@@ -986,3 +986,11 @@ async def test_memory_add_defines_an_alias_search_follows(git_repo: Path) -> Non
         assert saved.structured_content["id"] in [h["id"] for h in found.structured_content["hits"]]
         half = await c.call_tool("memory_add", {"content": "An alias without its meaning", "alias": "XYZ"})
         assert half.is_error and "target" in text(half)
+        fixed = await c.call_tool("memory_supersede", {"id": saved.structured_content["id"],
+                                                       "content": "Refunds go through the payments gateway's API.",
+                                                       "alias": "PSP", "target": "payments gateway"})  # fmt: skip
+        assert not fixed.is_error, text(fixed)
+        other = await c.call_tool("memory_add", {"content": "Payments gateway timeouts are retried twice."})
+        shown = await c.call_tool("memory_search", {"query": "PSP"})  # the other is reached through the new pair
+        assert [h.get("alias_round") for h in shown.structured_content["hits"]
+                if h["id"] == other.structured_content["id"]] == ["PSP → payments gateway"]  # fmt: skip

@@ -273,6 +273,31 @@ def test_alias_round_end_to_end(cli: Any) -> None:
     assert half.rc == 2 and "needs its target" in half.err
 
 
+def test_a_superseded_definition_can_correct_or_drop_its_pair(cli: Any) -> None:
+    """The pair carries over a supersede unless given (it did, and could not be changed: a
+    corrected definition kept rewriting queries to the old meaning); both given anew
+    replace it, both empty drop it, one alone is refused in one line."""
+    first = cli("add", "PSP is our payment service provider.", "--alias", "PSP", "--target",
+                "payment service provider", "--json")  # fmt: skip
+    old = json.loads(first.out)["id"]
+    kept = json.loads(cli("supersede", old, "PSP is our payment service provider (Adyen).", "--json").out)["id"]
+    assert cli("search", "PSP", "--explain").out.count("alias round: PSP → payment service provider") == 1
+    fixed = cli("supersede", kept, "PSP means Platform Security Policy here.", "--alias", "PSP", "--target",
+                "platform security policy", "--json")  # fmt: skip
+    assert fixed.rc == 0, fixed.err
+    newest = json.loads(fixed.out)["id"]
+    shown = json.loads(cli("show", newest, "--json").out)
+    assert (shown["alias"], shown["target"]) == ("PSP", "platform security policy")
+    explained = cli("search", "PSP", "--explain").out
+    assert "alias round: PSP → platform security policy" in explained and "payment service provider" not in explained
+    half = cli("supersede", newest, "PSP is something.", "--alias", "PSP")
+    assert half.rc == 2 and "needs its target" in half.err and len(half.err.strip().splitlines()) == 1
+    dropped = json.loads(cli("supersede", newest, "PSP: see the glossary.", "--alias", "", "--target", "",
+                             "--json").out)["id"]  # fmt: skip
+    assert json.loads(cli("show", dropped, "--json").out).get("alias") in (None, "")
+    assert "alias round" not in cli("search", "PSP", "--explain").out
+
+
 def test_typed_words_never_reach_concept_tokens(cli: Any) -> None:
     """The concept tokens are asked for only by a query that uses a group member: no typed
     word or prefix reaches one ("ω", "ωxg", a whole token, or the Latin that follows the

@@ -175,6 +175,8 @@ def supersede(
     type: str | None = None,
     tags: str | None = None,
     aliases: str | None = None,
+    alias: str | None = None,
+    target: str | None = None,
     json: Flag = False,
 ) -> int:
     """Replace a memory; the old one is kept as history.
@@ -191,6 +193,10 @@ def supersede(
         New comma-separated tags (default: carried over).
     aliases
         New ";"-separated aliases (default: carried over).
+    alias
+        The name the new memory defines, with --target (default: the old pair; "" for none).
+    target
+        What --alias stands for (default: the old pair's).
     json
         Print one JSON document.
     """
@@ -200,7 +206,7 @@ def supersede(
         result = run_supersede(
             ctx, memory_id, text, type=type,
             tags=split_list(tags) if tags is not None else None,
-            aliases=split_list(aliases, ";") if aliases is not None else None,
+            aliases=split_list(aliases, ";") if aliases is not None else None, alias=alias, target=target,
         )  # fmt: skip
     if json:
         emit_json(result.to_json())

@@ -291,18 +291,21 @@ def build(session: Session, drafts: int | None = None) -> Any:
 
     @tool(annotations=writes(idempotent=False), description=(
         "Replace a wrong or outdated memory with corrected text; the old one stays as history and search "
-        "answers with the new one. Tags and aliases carry over unless given."))  # fmt: skip
+        "answers with the new one. Tags, aliases and the alias/target pair carry over unless given."))  # fmt: skip
     def memory_supersede(
         id: Id,
         content: Annotated[str, _field(min_length=1, description="The full corrected text.")],
         type: MemoryType | None = None,
         tags: Tags = None,
         aliases: Aliases = None,
+        alias: Annotated[str | None, _field(description="The name the new memory defines (with target); \"\" for none.")] = None,
+        target: Annotated[str | None, _field(description="What alias stands for; omitted: the old pair's.")] = None,
     ) -> Any:  # fmt: skip
         def render(ctx: Context) -> tuple[str, dict[str, Any], bool]:
             from ..write import supersede
 
-            r = supersede(ctx, id, content, type=type, tags=tags, aliases=aliases, source="tool")
+            r = supersede(ctx, id, content, type=type, tags=tags, aliases=aliases, source="tool", alias=alias,
+                          target=target)  # fmt: skip
             text = f"Replaced {r.replaced} with {r.id} (old kept as history)."
             if r.masked:
                 text += f" Secret masked ({', '.join(r.masked)})."
