@@ -383,10 +383,23 @@ def check_groups(value: object) -> list[list[str]]:
         isinstance(g, list) and len(g) >= 2 and all(isinstance(w, str) and w.strip() for w in g) for g in value
     ):
         raise ValueError('expected a list of groups, each a list of two or more words, e.g. [["pto", "vacation"]]')
+    members = sum(len(g) for g in value)
+    if len(value) > MAX_USER_GROUPS or members > MAX_USER_MEMBERS:
+        raise ValueError(f"{len(value)} groups of {members} members: at most {MAX_USER_GROUPS} groups and "
+                         f"{MAX_USER_MEMBERS} members (every process derives its lookup tables from them)")  # fmt: skip
     for group in value:
+        if len(group) > MAX_GROUP_MEMBERS:
+            raise ValueError(f"a group of {len(group)} members: at most {MAX_GROUP_MEMBERS} ({group[0]!r} …)")
         for member in group:
             _check_member(member.strip())
     return [[w.strip() for w in g] for g in value]
+
+
+# User groups: the built-in map is 78 groups of at most 10 members; tens of thousands of
+# members cost every process seconds (the tables are derived per process) and phrases
+# sharing a first word cost each memory that word's count times theirs.
+MAX_USER_GROUPS, MAX_USER_MEMBERS, MAX_GROUP_MEMBERS = 200, 1000, 32
+MAX_MEMBER_CHARS, MAX_MEMBER_WORDS = 60, 5
 
 
 def _check_member(member: str) -> None:
@@ -394,6 +407,10 @@ def _check_member(member: str) -> None:
         member.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"the expansion member {member!r} is not valid text (a lone surrogate)") from None
+    if len(member) > MAX_MEMBER_CHARS or len(_words(member)) > MAX_MEMBER_WORDS:
+        shown = repr(member[:40]) + ("…" if len(member) > 40 else "")
+        raise ValueError(f"the expansion member {shown} is too long: at most {MAX_MEMBER_CHARS} characters and "
+                         f"{MAX_MEMBER_WORDS} words")  # fmt: skip
     if CJK_RUN.search(member):
         return
     if any(not c.isascii() and unicodedata.category(c)[0] in "LN" for c in member):

@@ -133,6 +133,7 @@ def test_user_groups_reindex_when_the_map_changes(cli: Any, data_root: Path) -> 
     ("отпуск", "letters other than a-z"),  # cut to nothing: a group that never matched
     ("!!!", "no word to match"),
     ("\ud800pto", "lone surrogate"),  # no file can hold it: every command failed (exit 70)
+    ("x" * 61, "too long"),  # a 200,000-character member, or 20,000 members, cost every process seconds
 ])  # fmt: skip
 def test_a_member_the_groups_cannot_match_is_refused_in_one_line(cli: Any, data_root: Path, member: str,
                                                                  said: str) -> None:  # fmt: skip
@@ -148,6 +149,10 @@ def test_a_member_the_groups_cannot_match_is_refused_in_one_line(cli: Any, data_
         ran = cli(*command)
         assert ran.rc == 0 and "searchExpansions" in ran.err and said in ran.err, (command, ran.err)
     assert expansions.check_groups([["k8s集群", "cluster"], ["don’t", "never"], ["c++", "cpp"]])  # CJK, punctuation
+    for too_many, said_so in (([[f"leave{i}" for i in range(33)]], "at most 32"),
+                              ([[f"a{i}", f"b{i}"] for i in range(201)], "at most 200 groups")):  # fmt: skip
+        with pytest.raises(ValueError, match=said_so):
+            expansions.check_groups(too_many)
 
 
 # -- D81 alias rounds -----------------------------------------------------------------
