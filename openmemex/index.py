@@ -532,6 +532,18 @@ def write_rows(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> 
         # damaged index answers either wrongly, and a damaged index is rebuilt (is_corrupt)
         raise sqlite3.DatabaseError(f"database disk image is malformed ({exc})") from None
     _count(conn, len(rows) + len(old))
+    _note_map(conn)
+
+
+def _note_map(conn: sqlite3.Connection) -> None:
+    """The rows just written carry the D80 tokens of the map this process holds. If another
+    process re-derived the index with another map since this one attached (a config change
+    between its start and this write), the index no longer follows one map: it is marked so,
+    and the next ``expansions.attach`` re-derives every row with its own (one small read per
+    write, in the writer's transaction)."""
+    row = conn.execute("SELECT value FROM index_info WHERE key = 'expansions'").fetchone()
+    if row is not None and row[0] != expansions.current().digest:
+        conn.execute("UPDATE index_info SET value = 'mixed' WHERE key = 'expansions'")
 
 
 _PACK_IN_THREAD = 64  # rows: below it (an add, a small sync) deflating inline costs less than a handoff

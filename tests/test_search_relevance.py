@@ -14,6 +14,7 @@ from openmemex.expansions import BUILTIN, GROUPS, MAX_EXPANSIONS
 from openmemex.ids import new_ulid, now_rfc3339
 from openmemex.model import Memory
 from openmemex.scope import resolve_project
+from tests.conftest import run_process
 
 
 def _write(folder: Path, body: str, *, scope: str = "project", key: str = "", review: str = "draft",
@@ -153,6 +154,25 @@ def test_a_member_the_groups_cannot_match_is_refused_in_one_line(cli: Any, data_
                               ([[f"a{i}", f"b{i}"] for i in range(201)], "at most 200 groups")):  # fmt: skip
         with pytest.raises(ValueError, match=said_so):
             expansions.check_groups(too_many)
+
+
+def test_a_memory_written_with_an_older_map_is_re_derived_by_the_next_process(cli: Any, data_root: Path,
+                                                                              git_repo: Path) -> None:  # fmt: skip
+    """A process that attached the expansion map before another process changed the config
+    (and re-derived the index) writes a new memory with its older map: the index is marked
+    as following no one map, and the next process re-derives it — the new memory is found
+    through the new group (it never was, and `doctor` saw nothing wrong)."""
+    from openmemex.context import Context
+    from openmemex.write import add_memory
+
+    assert cli("add", "Deploys need a manual sync.").rc == 0
+    with Context.load(git_repo) as holding:
+        assert holding.conn is not None  # opening the index attaches the built-in map
+        assert run_process("config", "set", "searchExpansions", '[["pto", "vacation"]]').rc == 0
+        assert run_process("search", "deploys").rc == 0  # another process re-derives with the new map
+        taken = add_memory(holding, "Taking PTO the first week of May.").id  # written with the older map
+    found = json.loads(run_process("search", "vacation", "--json").out)["hits"]
+    assert [h["id"] for h in found] == [taken] and found[0]["synonyms"] == ["vacation"]
 
 
 # -- D81 alias rounds -----------------------------------------------------------------
