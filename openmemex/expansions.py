@@ -178,7 +178,7 @@ class Expander:
     # derived from ``groups`` by ``_ensure``: not compared and not shown, as ``digest`` stands for them
     _words: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)
     _phrases: dict[str, list[tuple[tuple[str, ...], int]]] = field(default_factory=dict, compare=False, repr=False)
-    _cjk: list[tuple[str, int]] = field(default_factory=list, compare=False, repr=False)
+    _cjk: list[tuple[str, int, str]] = field(default_factory=list, compare=False, repr=False)  # (lowercase, group, as written)
     _tokens: list[str] = field(default_factory=list, compare=False, repr=False)
     _codes: list[bytes] = field(default_factory=list, compare=False, repr=False)
     _reach: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # the words that reach a member word or start a phrase
@@ -190,7 +190,11 @@ class Expander:
     _built: bool = field(default=False, compare=False, repr=False)  # the tables above are derived
 
     def __post_init__(self) -> None:
-        canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups]], ensure_ascii=False)
+        # CJK members with cased letters (a user's "API网关") match in any case since they did
+        # not: only such a map's hash changes with it (the built-in map has none: no re-derive)
+        cased = any(CJK_RUN.search(m) and m.lower() != m for g in self.groups for m in g)
+        canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups], *(["cjk any case"] if cased else [])],
+                               ensure_ascii=False)  # fmt: skip
         self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
     def _ensure(self) -> None:
@@ -202,19 +206,19 @@ class Expander:
         tokens = [token(group) for group in self.groups]
         words: dict[str, list[int]] = {}
         phrases: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-        cjk: list[tuple[str, int]] = []
+        cjk: list[tuple[str, int, str]] = []
         cjk_by_first: dict[str, list[int]] = {}
         for gi, group in enumerate(self.groups):
             for member in group:
                 if CJK_RUN.search(member):
-                    cjk.append((member, gi))
+                    cjk.append((member.lower(), gi, member))
                     continue
                 parts = tuple(_words(member))
                 if len(parts) == 1:
                     words.setdefault(parts[0], []).append(gi)
                 elif parts:
                     phrases.setdefault(parts[0], []).append((parts, gi))
-        for at, (member, _) in enumerate(cjk):
+        for at, (member, _, _) in enumerate(cjk):
             cjk_by_first.setdefault(member[0], []).append(at)
         keys = set(words) | set(phrases)
         reach = frozenset(w for k in keys for w in _inflections(k) if any(f in keys for f in _forms(w)))
@@ -251,9 +255,10 @@ class Expander:
         if self._cjk and (CJK_RUN.search(text) is not None if has_cjk is None else has_cjk):
             # only the members whose first character the text has, in the map's order
             first = self._cjk_by_first
-            for at in sorted(at for c in set(text).intersection(first) for at in first[c]):
-                member, gi = self._cjk[at]
-                if gi not in found and member in text:
+            low = text.lower()  # CJK members match in any case (their Latin letters: "API网关")
+            for at in sorted(at for c in set(low).intersection(first) for at in first[c]):
+                member, gi, _ = self._cjk[at]
+                if gi not in found and member in low:
                     found[gi] = None
         return list(found)
 
@@ -289,9 +294,10 @@ class Expander:
                     if all(i + k < len(forms) and phrase[k] in forms[i + k] for k in range(1, len(phrase))):
                         _note(found, gi, self._member_of(gi, " ".join(phrase)))
         if CJK_RUN.search(text):
-            for member, gi in self._cjk:
-                if member in text:
-                    _note(found, gi, member)
+            low = text.lower()
+            for member, gi, written in self._cjk:
+                if member in low:
+                    _note(found, gi, written)
         return found
 
     def _member_of(self, gi: int, words: str) -> str:
@@ -322,10 +328,11 @@ class Expander:
         if not common:
             return []
         forms = {f for w in _words(memory_text) for f in _forms(w)}
+        low = memory_text.lower()
         out: list[str] = []
         for gi in common:
             for member in asked[gi]:
-                said = member in memory_text if CJK_RUN.search(member) else all(w in forms for w in _words(member))
+                said = member.lower() in low if CJK_RUN.search(member) else all(w in forms for w in _words(member))
                 if not said and member not in out:
                     out.append(member)
         return out

@@ -175,6 +175,25 @@ def test_a_memory_written_with_an_older_map_is_re_derived_by_the_next_process(cl
     assert [h["id"] for h in found] == [taken] and found[0]["synonyms"] == ["vacation"]
 
 
+def test_a_cjk_member_with_latin_letters_matches_in_any_case(cli: Any) -> None:
+    """A user's Chinese member holding Latin letters ("API网关") matches memory text and
+    queries in any case ("api网关", "Api网关"), as the Latin members do; the attribution names
+    the member as the group writes it. Only a map with such a member changes its hash: the
+    built-in map's indexes are not re-derived for it."""
+    from openmemex.expansions import for_config
+
+    lower = json.loads(cli("add", "api网关的超时是 30 秒。", "--json").out)["id"]
+    mixed = json.loads(cli("add", "Api网关按商户限流。", "--json").out)["id"]
+    english = json.loads(cli("add", "The ingress retries twice on a 502.", "--json").out)["id"]
+    assert cli("config", "set", "searchExpansions", '[["API网关", "ingress"]]').rc == 0
+    found = {h["id"]: h for h in _hits(cli, "ingress")}  # no word in common: the group alone
+    assert {lower, mixed, english} <= set(found)
+    across = {h["id"]: h for h in _hits(cli, "api网关")}  # the query in another case
+    assert english in across and across[english]["synonyms"] == ["API网关"]
+    assert for_config([["网关", "gateway"]]).digest != for_config([["API网关", "gateway"]]).digest
+    assert expansions.BUILTIN.digest == for_config(None).digest
+
+
 # -- D81 alias rounds -----------------------------------------------------------------
 
 
