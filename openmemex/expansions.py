@@ -192,7 +192,7 @@ class Expander:
     def __post_init__(self) -> None:
         # CJK members with cased letters (a user's "API网关") match in any case since they did
         # not: only such a map's hash changes with it (the built-in map has none: no re-derive)
-        cased = any(CJK_RUN.search(m) and m.lower() != m for g in self.groups for m in g)
+        cased = any(not m.isascii() and m.lower() != m for g in self.groups for m in g)  # (no regex at import)
         canonical = json.dumps([RULES_VERSION, [list(g) for g in self.groups], *(["cjk any case"] if cased else [])],
                                ensure_ascii=False)  # fmt: skip
         self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
