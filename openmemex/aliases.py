@@ -63,21 +63,16 @@ _registries_lock = threading.Lock()
 
 
 @lru_cache(maxsize=8)
-def _any_term(pairs: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
-    """One pattern that finds a query naming either side of any pair, as ``_rewriter``'s
-    does (without its groups): a query it does not match takes no round."""
-    terms = {t for pair in pairs for t in pair}
-    latin = sorted((re.escape(t) for t in terms if not CJK_RUN.fullmatch(t)), key=len, reverse=True)
-    cjk = sorted((re.escape(t) for t in terms if CJK_RUN.fullmatch(t)), key=len, reverse=True)
-    parts = ([rf"(?i:(?<![\w])(?:{'|'.join(latin)})(?![\w]))"] if latin else []) + cjk
-    return re.compile("|".join(parts) or r"(?!)")
+def _all_rules(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Each pair both ways, in the registry's order (kept per registry, like its pattern)."""
+    return tuple(rule for alias, target in pairs for rule in ((alias, target), (target, alias)))
 
 
 @lru_cache(maxsize=32)
 def _rewriter(rules: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], tuple[tuple[str, str], ...],
                                                            dict[str, tuple[str, str]]]:  # fmt: skip
-    """One pattern for every rule's source, built as ``_any_term`` is (Latin names inside
-    one pair of word boundaries, any case; CJK ones by substring; the longest first, so
+    """One pattern for every rule's source (Latin names inside one pair of word boundaries,
+    any case; CJK ones by substring; the longest first, so
     ``PSP API`` wins over ``PSP``), the rules in that order, and each source's rule by its
     lowercase (the first, where two differ only in case, as the pattern's first alternative
     wins). Compiled once per registry: a pattern per rule and round, or a group or word
@@ -99,9 +94,11 @@ def rounds(query: str, pairs: list[tuple[str, str]]) -> list[Rewrite]:
     rewrites each name in its text once, in one pass (the longest name where two overlap, the
     first pair where two name the same), so a round is one hop and says exactly the pairs it
     used; each pair is used once, so a cycle ends."""
-    if not pairs or not _any_term(tuple(pairs)).search(query):
-        return []  # most queries name no alias: no rule is tried
-    rules = [rule for alias, target in pairs for rule in ((alias, target), (target, alias))]
+    if not pairs:
+        return []
+    rules = _all_rules(tuple(pairs))
+    if not _rewriter(rules)[0].search(query):
+        return []  # most queries name no alias: one search of the registry's pattern, kept per registry
     out: list[Rewrite] = []
     seen = {query.casefold()}
     current = Rewrite(query, ())
