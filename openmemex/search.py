@@ -101,6 +101,7 @@ class SearchResult:
     hidden_retracted: int = 0
     scopes: list[str] = field(default_factory=list)
     rewrites: list[str] = field(default_factory=list)  # D81 rounds, "a → b"
+    left_out: list[str] = field(default_factory=list)  # concept tokens bm25 gives no weight ("token (group)")
     lanes: list[str] = field(default_factory=lambda: ["bm25"])
     rule: str = ""
 
@@ -163,6 +164,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     overfetch = min(3 * limit + 10, 150)
     model = _vector_model(ctx, embeddings)
     with_aliases = not ablated("no-aliases")
+    concepts = expansions.current().tokens(query)
     own_snapshot = not ctx.conn.in_transaction
     # each round ranks, then looks its rows up, and the texts of the few shown are read last:
     # one view of the index for all (a row read later is the version that was ranked)
@@ -170,7 +172,7 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         # what the registry and the lane's vectors read is kept while no row changes: one read
         # in the snapshot says (its own read lock is taken here)
         generation = index_generation(ctx.conn, ctx.root, snapshot=True) \
-            if own_snapshot and (with_aliases or model is not None) else None  # fmt: skip
+            if own_snapshot and (with_aliases or model is not None or concepts) else None  # fmt: skip
         pending = None
         if model is not None:
             from .embeddings import ready, start
@@ -186,8 +188,16 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
                                 writes=not own_snapshot)  # fmt: skip
         rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
         result.rewrites = [r.label() for r in rewrites]
-        expressions = [expression, *(_expression(r.text) for r in rewrites)]
-        round_rows = [_fetch(ctx, e, dirs, type, overfetch) for e in expressions]
+        expressions, round_rows = [], []
+        for n, text in enumerate((query, *(r.text for r in rewrites))):
+            used, rows, left_out = _round(ctx, text, dirs, type, overfetch, generation)
+            expressions.append(used)
+            round_rows.append(rows)
+            if n == 0 and left_out:
+                found = expansions.current()
+                named = dict(zip(concepts, (found.groups[gi][0] for gi in found.matched_groups(query)), strict=False))
+                result.left_out = [f"{t} ({named.get(t, '?')})" for t in concepts if t in left_out]
+        result.expression = expression = expressions[0]
         if explain:
             result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
         candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
@@ -225,17 +235,81 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
     return result
 
 
-def _expression(text: str) -> str:
-    """``build_query``, plus the D80 concept tokens of the groups ``text`` uses, asked of the
-    ``expansions`` column only (a memory may hold a token's spelling in its own text: a
-    pasted ``--explain`` line). The words need no column filter: no typed word or prefix
-    reaches a concept token (``expansions.TOKEN``; ``build_query`` keeps a word starting
-    with its Greek letter from that column)."""
+def _expression(text: str, without: frozenset[str] = frozenset()) -> str:
+    """``build_query``, plus the D80 concept tokens of the groups ``text`` uses (but
+    ``without``), asked of the ``expansions`` column only (a memory may hold a token's
+    spelling in its own text: a pasted ``--explain`` line). The words need no column filter:
+    no typed word or prefix reaches a concept token (``expansions.TOKEN``; ``build_query``
+    keeps a word starting with its Greek letter from that column)."""
     expression = build_query(text)
     if not expression:
         return expression
-    tokens = expansions.current().tokens(text)
+    tokens = [t for t in expansions.current().tokens(text) if t not in without]
     return f"({expression}) OR expansions:({' OR '.join(tokens)})" if tokens else expression
+
+
+def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch: int,
+           generation: tuple[str, str, int] | None) -> tuple[str, list[tuple[Row, float]], frozenset[str]]:  # fmt: skip
+    """One round's expression and its ranked rows. A concept token in at least half the
+    index's rows is left out while the rest finds enough: FTS5's bm25 floors the IDF of
+    such a phrase to 1e-6, so it adds nothing to a score, and the rows only it reaches would
+    rank below every other match, yet scoring them was most of a common concept's cost. When the
+    rest finds fewer than ``overfetch``, those rows fill the list: the round runs whole.
+    Returns the expression it ran, its rows and the tokens it left out."""
+    drop = _weightless(ctx, expansions.current().tokens(text), generation)
+    if drop:
+        lean = _expression(text, drop)
+        rows = _fetch(ctx, lean, dirs, type, overfetch)
+        if len(rows) >= overfetch:
+            return lean, rows, drop
+    whole = _expression(text)
+    return whole, _fetch(ctx, whole, dirs, type, overfetch), frozenset()
+
+
+_FTS_AVERAGES = 1  # the rowid of FTS5's averages record in ``memories_fts_data`` (its row count first)
+_DOCS_KEPT = 4096  # (generation, token) document counts kept between searches
+_docs: dict[tuple[object, ...], int] = {}
+
+
+def _weightless(ctx: Context, tokens: list[str], generation: tuple[str, str, int] | None) -> frozenset[str]:
+    """The ``tokens`` FTS5's bm25 gives no weight: those in ``2 n >= N`` of the index's
+    rows, where its IDF, log((N - n + 0.5) / (n + 0.5)), is not positive. N is FTS5's own
+    count (its averages record), n the rows a token's phrase matches, as bm25 counts them.
+    Kept per index generation: counting costs about 45 ns a matching row, once."""
+    if not tokens:
+        return frozenset()
+    total = _documents(ctx, generation, None)
+    return frozenset(t for t in tokens if total and 2 * _documents(ctx, generation, t) >= total)
+
+
+def _documents(ctx: Context, generation: tuple[str, str, int] | None, token: str | None) -> int:
+    key = None if generation is None else (*generation, token)
+    if key is not None and key in _docs:
+        return _docs[key]
+    if token is None:
+        row = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
+        count = _varint(bytes(row[0])) if row and row[0] else 0
+    else:
+        count = int(ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                                     (f"expansions:{token}",)).fetchone()[0])  # fmt: skip
+    if key is not None:
+        if len(_docs) >= _DOCS_KEPT:
+            _docs.clear()
+        _docs[key] = count
+    return count
+
+
+def _varint(data: bytes) -> int:
+    """SQLite's varint (as FTS5 writes its records): 7 bits a byte, high bit set to go on,
+    the ninth byte whole."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
 
 
 def _rule() -> str:

@@ -32,6 +32,8 @@ def search(query: str, /, *, scope: str = "both", type: str | None = None, limit
         return 0
     if explain:
         out(f"fts: {result.expression or '(empty)'}")
+        if result.left_out:
+            out(f"left out, in half the index or more (bm25 gives them no weight): {', '.join(result.left_out)}")
         for rewrite in result.rewrites:
             out(f"alias round: {rewrite}")
         out(f"lanes: {', '.join(result.lanes)}; order: {result.rule}")
