@@ -306,6 +306,10 @@ class Expander:
                 return member
         return words
 
+    def token_of(self, gi: int) -> str:
+        self._ensure()
+        return self._tokens[gi]
+
     def tokens(self, text: str) -> list[str]:
         """The concept tokens of the groups ``text`` touches (at most ``MAX_EXPANSIONS``):
         the ``expansions`` column of a memory, and what a query asks that column for."""

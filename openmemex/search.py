@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 from . import aliases, expansions, freshness
 from .context import Context
 from .errors import UsageError
-from .expansions import ablated
+from .expansions import MAX_EXPANSIONS, ablated
 from .index import generation as index_generation
 from .index import placeholders, read_snapshot, split_tags
 from .index_schema import FTS_COLUMNS, LEAN_COLUMNS, TOKENIZE, words_apart, words_together
@@ -189,16 +189,14 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         rewrites = aliases.rounds(query, aliases.registry(ctx.conn, dirs, generation)) if with_aliases else []
         result.rewrites = [r.label() for r in rewrites]
         expressions, round_rows = [], []
-        for n, text in enumerate((query, *(r.text for r in rewrites))):
+        for text in (query, *(r.text for r in rewrites)):
             used, rows, left_out = _round(ctx, text, dirs, type, overfetch, generation)
             expressions.append(used)
             round_rows.append(rows)
-            if n == 0 and left_out:
-                found = expansions.current()
-                named = dict(zip(concepts, (found.groups[gi][0] for gi in found.matched_groups(query)), strict=False))
-                result.left_out = [f"{t} ({named.get(t, '?')})" for t in concepts if t in left_out]
-        result.expression = expression = expressions[0]
-        if explain:
+            if left_out:
+                result.left_out += [t for t in _named(text) if t.split(" ", 1)[0] in left_out and t not in result.left_out]
+        result.expression = expressions[0]
+        if explain:  # over the whole expression: what a left-out token reaches is hidden too
             result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
         candidates = _merge(round_rows, ["", *(r.label() for r in rewrites)], expressions)
         words = identifiers(query)
@@ -248,27 +246,50 @@ def _expression(text: str, without: frozenset[str] = frozenset()) -> str:
     return f"({expression}) OR expansions:({' OR '.join(tokens)})" if tokens else expression
 
 
+def _named(text: str) -> list[str]:
+    """``text``'s concept tokens as ``--explain`` names them: "token (the group's first member)"."""
+    found = expansions.current()
+    return [f"{found.token_of(gi)} ({found.groups[gi][0]})" for gi in found.matched_groups(text)[:MAX_EXPANSIONS]]
+
+
 def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch: int,
            generation: tuple[str, str, int] | None) -> tuple[str, list[tuple[Row, float]], frozenset[str]]:  # fmt: skip
-    """One round's expression and its ranked rows. A concept token in at least half the
-    index's rows is left out while the rest finds enough: FTS5's bm25 floors the IDF of
-    such a phrase to 1e-6, so it adds nothing to a score, and the rows only it reaches would
-    rank below every other match, yet scoring them was most of a common concept's cost. When the
-    rest finds fewer than ``overfetch``, those rows fill the list: the round runs whole.
-    Returns the expression it ran, its rows and the tokens it left out."""
-    drop = _weightless(ctx, expansions.current().tokens(text), generation)
-    if drop:
+    """One round's expression, its ranked rows and the concept tokens it left out.
+
+    A concept token in at least half the index's rows is left out when that cannot change
+    the answer: FTS5's bm25 floors the IDF of such a phrase to 1e-6, so it adds under
+    ``FLOORED`` to any score, and the rows only it reaches score under that. When the rest
+    finds ``overfetch`` rows in scope, the last of them scoring over twice what the left-out
+    tokens could add, those rows cannot rank above any of them, and scoring them was most of
+    a common concept's cost. Otherwise the round runs whole (the rest ran for nothing: the
+    same round in the same index generation runs whole at once), as it does in a transaction the
+    caller holds (FTS5's counts are written at commit), for a ``type`` (rare rows: the rest
+    would often find too few, and the round would run twice) and in a scope of less than
+    half the index (the same)."""
+    tokens = expansions.current().tokens(text)
+    drop: frozenset[str] = frozenset()
+    if tokens and generation is not None and type is None and _scope_share(ctx, dirs) >= 0.5:
+        drop = _weightless(ctx, tokens, generation)
+    tried = None if not drop or generation is None else (*generation, text, overfetch, *dirs)
+    if drop and tried not in _refused:
         lean = _expression(text, drop)
         rows = _fetch(ctx, lean, dirs, type, overfetch)
-        if len(rows) >= overfetch:
+        if len(rows) >= overfetch and -rows[overfetch - 1][1] > 2 * FLOORED * len(drop):
             return lean, rows, drop
+        if len(_refused) >= _DOCS_KEPT:
+            _refused.clear()
+        _refused.add(tried)  # the same search again in this generation runs whole at once
     whole = _expression(text)
     return whole, _fetch(ctx, whole, dirs, type, overfetch), frozenset()
 
 
+# The most a phrase whose IDF FTS5 floored (1e-6) adds to a row's bm25: its term-frequency
+# part, f (k1 + 1) / (f + k1 (1 - b + b d / avgdl)), stays under k1 + 1 (FTS5's k1 is 1.2).
+FLOORED = 1e-6 * 2.2
 _FTS_AVERAGES = 1  # the rowid of FTS5's averages record in ``memories_fts_data`` (its row count first)
 _DOCS_KEPT = 4096  # (generation, token) document counts kept between searches
 _docs: dict[tuple[object, ...], int] = {}
+_refused: set[tuple[object, ...] | None] = set()  # (generation, text, overfetch, folders) the rest did not settle
 
 
 def _weightless(ctx: Context, tokens: list[str], generation: tuple[str, str, int] | None) -> frozenset[str]:
@@ -284,11 +305,13 @@ def _weightless(ctx: Context, tokens: list[str], generation: tuple[str, str, int
 
 def _documents(ctx: Context, generation: tuple[str, str, int] | None, token: str | None) -> int:
     key = None if generation is None else (*generation, token)
-    if key is not None and key in _docs:
-        return _docs[key]
+    kept = _docs.get(key) if key is not None else None  # (one lookup: another thread may clear it)
+    if kept is not None:
+        return kept
     if token is None:
         row = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
-        count = _varint(bytes(row[0])) if row and row[0] else 0
+        # not a record (a damaged index): nothing is left out, and FTS5 reports the damage
+        count = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
     else:
         count = int(ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
                                      (f"expansions:{token}",)).fetchone()[0])  # fmt: skip
@@ -454,15 +477,19 @@ def _complete(ctx: Context, rows: list[Row], columns: str = "*") -> None:
 _TEXTS = "rowid, content, tags, aliases"  # what the literal bonus reads of every candidate
 
 
-def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int]:
-    """How many ranked matches hold ``overfetch`` in scope as the scope's share of the index
-    goes (``folder_state`` counts each folder's files: one tiny read): (usually enough, to
-    rank — half as many again, and at least twice ``overfetch``)."""
+def _scope_share(ctx: Context, dirs: list[str]) -> float:
+    """The searched folders' share of the index's files (``folder_state`` counts each
+    folder's: one tiny read); 1 when nothing is counted."""
     counts = {str(d): int(n) for d, n in ctx.conn.execute("SELECT dir, count FROM folder_state")}
     total = sum(counts.values())
     inside = sum(counts.get(d, 0) for d in dirs)
-    share = inside / total if total and inside else 1.0
-    likely = int((overfetch + 8) / max(share, 0.001))
+    return inside / total if total and inside else 1.0
+
+
+def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int]:
+    """How many ranked matches hold ``overfetch`` in scope as the scope's share of the index
+    goes: (usually enough, to rank — half as many again, and at least twice ``overfetch``)."""
+    likely = int((overfetch + 8) / max(_scope_share(ctx, dirs), 0.001))
     return likely, max(2 * overfetch, int(1.5 * likely))
 
 
