@@ -268,8 +268,9 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
     half the index (the same)."""
     tokens = expansions.current().tokens(text)
     drop: frozenset[str] = frozenset()
-    if tokens and generation is not None and type is None and _scope_share(ctx, dirs) >= 0.5:
-        drop = _weightless(ctx, tokens, generation)
+    if tokens and generation is not None and type is None:
+        inside, total = _scope_files(ctx, dirs)
+        drop = _weightless(ctx, tokens, generation) if inside and 2 * inside >= total else drop
     tried = None if not drop or generation is None else (*generation, text, overfetch, *dirs)
     if drop and tried not in _refused:
         lean = _expression(text, drop)
@@ -477,19 +478,19 @@ def _complete(ctx: Context, rows: list[Row], columns: str = "*") -> None:
 _TEXTS = "rowid, content, tags, aliases"  # what the literal bonus reads of every candidate
 
 
-def _scope_share(ctx: Context, dirs: list[str]) -> float:
-    """The searched folders' share of the index's files (``folder_state`` counts each
-    folder's: one tiny read); 1 when nothing is counted."""
+def _scope_files(ctx: Context, dirs: list[str]) -> tuple[int, int]:
+    """(files in the searched folders, files in the index), as ``folder_state`` counts each
+    folder's: one tiny read."""
     counts = {str(d): int(n) for d, n in ctx.conn.execute("SELECT dir, count FROM folder_state")}
-    total = sum(counts.values())
-    inside = sum(counts.get(d, 0) for d in dirs)
-    return inside / total if total and inside else 1.0
+    return sum(counts.get(d, 0) for d in dirs), sum(counts.values())
 
 
 def _ranked_length(ctx: Context, dirs: list[str], overfetch: int) -> tuple[int, int]:
     """How many ranked matches hold ``overfetch`` in scope as the scope's share of the index
     goes: (usually enough, to rank — half as many again, and at least twice ``overfetch``)."""
-    likely = int((overfetch + 8) / max(_scope_share(ctx, dirs), 0.001))
+    inside, total = _scope_files(ctx, dirs)
+    share = inside / total if total and inside else 1.0
+    likely = int((overfetch + 8) / max(share, 0.001))
     return likely, max(2 * overfetch, int(1.5 * likely))
 
 

@@ -145,6 +145,13 @@ def test_a_type_or_a_small_scope_runs_the_round_whole(data_root: Path, tmp_path:
     from openmemex.write import add_memory
 
     ctx = Context.load(git_repo)
+    search.search(ctx, "warm the index", scope="personal")
+    statements: list[str] = []
+    ctx.conn.set_trace_callback(statements.append)
+    assert not search.search(ctx, "perf", scope="project", limit=3).hits  # a scope holding nothing
+    assert not [q for q in statements if "count(*)" in q]  # nothing counted, nothing tried lean
+    assert all(TOKEN in q for q in statements if "memories_fts MATCH" in q)
+    ctx.conn.set_trace_callback(None)
     add_memory(ctx, "the perf dashboard lives in grafana", scope="project")
     assert search.search(ctx, "perf", scope="personal", limit=3, explain=True).left_out  # the control
     assert not search.search(ctx, "perf", scope="personal", type="fact", limit=3, explain=True).left_out
