@@ -22,7 +22,7 @@ from .index_schema import FTS_COLUMNS, LEAN_COLUMNS, TOKENIZE, words_apart, word
 from .lifecycle import newest_in_chain, replacement_missing
 from .lookup import LOCATION_RANK
 from .model import HIDDEN_STATUSES, TYPES
-from .text import build_query, check_text, identifiers, normalize_ws
+from .text import build_query, check_text, identifiers, normalize_ws, query_phrases
 
 # A memory's row: the ``memories`` view's (sqlite3.Row), or a lean one read for ranking (a dict)
 Row: TypeAlias = "sqlite3.Row | dict[str, Any]"
@@ -268,11 +268,11 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
     half the index (the same)."""
     tokens = expansions.current().tokens(text)
     drop: frozenset[str] = frozenset()
-    if tokens and generation is not None and type is None:
-        inside, total = _scope_files(ctx, dirs)
-        drop = _weightless(ctx, tokens, generation) if inside and 2 * inside >= total else drop
+    inside, total = _scope_files(ctx, dirs) if tokens and generation is not None and type is None else (0, 0)
+    if inside and 2 * inside >= total:
+        drop = _weightless(ctx, tokens, generation)
     tried = None if not drop or generation is None else (*generation, text, overfetch, *dirs)
-    if drop and tried not in _refused:
+    if drop and tried not in _refused and _may_settle(ctx, text, generation, overfetch * total / inside):
         lean = _expression(text, drop)
         rows = _fetch(ctx, lean, dirs, type, overfetch)
         if len(rows) >= overfetch and -rows[overfetch - 1][1] > 2 * FLOORED * len(drop):
@@ -288,9 +288,20 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
 # part, f (k1 + 1) / (f + k1 (1 - b + b d / avgdl)), stays under k1 + 1 (FTS5's k1 is 1.2).
 FLOORED = 1e-6 * 2.2
 _FTS_AVERAGES = 1  # the rowid of FTS5's averages record in ``memories_fts_data`` (its row count first)
-_DOCS_KEPT = 4096  # (generation, token) document counts kept between searches
+_DOCS_KEPT = 4096  # (generation, phrase) row counts kept between searches
 _docs: dict[tuple[object, ...], int] = {}
 _refused: set[tuple[object, ...] | None] = set()  # (generation, text, overfetch, folders) the rest did not settle
+
+
+def _may_settle(ctx: Context, text: str, generation: tuple[str, str, int] | None, wanted: float) -> bool:
+    """Whether the rest of the round can settle it: some typed phrase has weight (is in
+    under half the index) and is in ``wanted`` rows or more (``overfetch`` at the scope's
+    share of the index). A query whose every word is in half the index or more ranks its
+    rows at the floor, among the left-out tokens' rows: trying the rest would only run the
+    round twice. Counted like the tokens, once per generation."""
+    rows = _documents(ctx, generation, None)
+    weighted = [n for phrase in query_phrases(text) if 2 * (n := _documents(ctx, generation, phrase)) < rows]
+    return max(weighted, default=0) >= wanted
 
 
 def _weightless(ctx: Context, tokens: list[str], generation: tuple[str, str, int] | None) -> frozenset[str]:
@@ -301,21 +312,22 @@ def _weightless(ctx: Context, tokens: list[str], generation: tuple[str, str, int
     if not tokens:
         return frozenset()
     total = _documents(ctx, generation, None)
-    return frozenset(t for t in tokens if total and 2 * _documents(ctx, generation, t) >= total)
+    return frozenset(t for t in tokens if total and 2 * _documents(ctx, generation, f"expansions:{t}") >= total)
 
 
-def _documents(ctx: Context, generation: tuple[str, str, int] | None, token: str | None) -> int:
-    key = None if generation is None else (*generation, token)
+def _documents(ctx: Context, generation: tuple[str, str, int] | None, phrase: str | None) -> int:
+    """The rows ``phrase`` (an FTS5 expression) matches, or with None the index's rows."""
+    key = None if generation is None else (*generation, phrase)
     kept = _docs.get(key) if key is not None else None  # (one lookup: another thread may clear it)
     if kept is not None:
         return kept
-    if token is None:
+    if phrase is None:
         row = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
         # not a record (a damaged index): nothing is left out, and FTS5 reports the damage
         count = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
     else:
         count = int(ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                                     (f"expansions:{token}",)).fetchone()[0])  # fmt: skip
+                                     (phrase,)).fetchone()[0])  # fmt: skip
     if key is not None:
         if len(_docs) >= _DOCS_KEPT:
             _docs.clear()

@@ -271,16 +271,27 @@ def _prefix_term(word: str) -> str:
     return f"(- expansions : {term})" if word.startswith(CONCEPT_LETTER) else term
 
 
+def _query_terms(text: str) -> tuple[list[str], list[str]]:
+    """The words' prefix terms and the CJK bigrams' quoted terms of ``build_query``."""
+    return [_prefix_term(t) for t in word_terms(text)], [_quote(t) for t in cjk_query_terms(text)]
+
+
+def query_phrases(text: str) -> list[str]:
+    """Each phrase ``build_query`` asks, as an expression of its own (a CJK bigram with its
+    column filter): what FTS5's bm25 counts a phrase's rows by."""
+    words, cjk = _query_terms(text.replace("\x00", " "))
+    return words + [f"{CJK_COLUMNS}:{term}" for term in cjk]
+
+
 def build_query(text: str) -> str:
     """Free text → an FTS5 MATCH expression; user syntax (quotes, AND/OR/NOT, ``*``, ``-``)
     is always text (punctuation alone gives a phrase that matches nothing). Words of every
     script but CJK (``word_terms``) are prefix-matched and OR-ed so extra words only lower
     the rank; CJK bigrams are matched in the ``cjk`` and ``cjk_expansions`` columns. Empty only for empty input."""
     text = text.replace("\x00", " ")  # FTS5 reads a NUL as the end of its string: "unterminated string"
-    words = word_terms(text)
-    cjk = cjk_query_terms(text)
-    words_expr = " OR ".join(_prefix_term(t) for t in words)
-    cjk_expr = " OR ".join(_quote(t) for t in cjk)
+    words, cjk = _query_terms(text)
+    words_expr = " OR ".join(words)
+    cjk_expr = " OR ".join(cjk)
     if words_expr and cjk_expr:
         return f"({words_expr}) OR {CJK_COLUMNS}:({cjk_expr})"
     if cjk_expr:

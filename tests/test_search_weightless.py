@@ -111,15 +111,46 @@ def test_rows_the_query_words_reach_only_at_the_floor_keep_the_round_whole(
     ctx = Context.load(tmp_path / "work")
     search.search(ctx, "warm the index", scope="personal")
     assert search._weightless(ctx, [TOKEN], None) == {TOKEN}  # 50 of 97
+    statements: list[str] = []
+    ctx.conn.set_trace_callback(statements.append)
     got = search.search(ctx, "service slow", scope="personal", limit=8, explain=True)
+    ctx.conn.set_trace_callback(None)
     assert not got.left_out and TOKEN in got.expression
     assert _shown(got) == _shown(_whole(ctx, monkeypatch, "service slow", scope="personal", limit=8))
     assert any("latency" in h.snippet for h in got.hits)  # the concept's rows outrank some "service" ones
+    ranked = [q for q in statements if "bm25(memories_fts" in q]
+    assert len(ranked) == 1 and TOKEN in ranked[0]  # not tried without it: "slow" is in 3 rows, 34 are ranked
+    ctx.close()
+
+
+def test_a_round_the_rest_did_not_settle_runs_whole_at_once_next_time(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"slow" is in 43 rows, enough to try the rest; 40 of them are retracted, so the rest
+    ranks 3 visible rows above the floor: not settled, run whole — and, asked again before
+    any row changes, run whole at once."""
+    folder = paths.scope_dir(data_root, "personal")
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = now_rfc3339()
+    texts = [(f"service slow path {i}", "retracted") for i in range(40)] + [(f"service slow {i}", "active") for i in range(3)]
+    texts += [(f"service filler that runs on and on and on {i}", "active") for i in range(47)]
+    texts += [(f"latency went up {i}", "active") for i in range(47)]
+    for body, status in texts:
+        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body, status=status,
+                        created_at=stamp, updated_at=stamp)  # fmt: skip
+        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    ctx = Context.load(tmp_path / "work")
+    search.search(ctx, "warm the index", scope="personal")
     statements: list[str] = []
     ctx.conn.set_trace_callback(statements.append)
+    got = search.search(ctx, "service slow", scope="personal", limit=8)
+    ranked = [q for q in statements if "bm25(memories_fts" in q]
+    assert len(ranked) == 2 and TOKEN not in ranked[0] and TOKEN in ranked[1]  # tried, then whole
+    assert _shown(got) == _shown(_whole(ctx, monkeypatch, "service slow", scope="personal", limit=8))
+    statements.clear()
     assert _shown(search.search(ctx, "service slow", scope="personal", limit=8)) == _shown(got)
     ranked = [q for q in statements if "bm25(memories_fts" in q]
-    assert len(ranked) == 1 and TOKEN in ranked[0]  # the same round again runs whole at once
+    assert len(ranked) == 1 and TOKEN in ranked[0]
     ctx.close()
 
 
@@ -181,13 +212,13 @@ def test_the_counts_are_read_once_per_index_generation(data_root: Path, tmp_path
     counted = lambda: [q for q in statements if "count(*)" in q or "memories_fts_data" in q]  # noqa: E731
     for _ in range(3):
         assert search.search(ctx, "perf", scope="personal", limit=3).hits
-    assert len(counted()) == 2  # N and the token's n, at the first search of this generation only
+    assert len(counted()) == 3  # N, the token's n and "perf"'s, at the first search of this generation only
     from openmemex.write import add_memory
 
     add_memory(ctx, "kitchen shelf label")
     statements.clear()
     assert search.search(ctx, "perf", scope="personal", limit=3).hits
-    assert len(counted()) == 2  # a row changed: counted again
+    assert len(counted()) == 3  # a row changed: counted again
     ctx.close()
 
 
@@ -259,3 +290,28 @@ def _sqlite_varint(value: int) -> bytes:
         groups.append((value & 0x7F) | 0x80)
         value >>= 7
     return bytes(reversed(groups))
+
+
+@pytest.mark.parametrize("query", ["perf budget", "部署 上线", "deploy 部署 to prod", "ωmega perf", "C++ a", "数据"])
+def test_each_phrase_counted_is_one_the_query_asks(data_root: Path, tmp_path: Path, query: str) -> None:
+    """``query_phrases`` are ``build_query``'s phrases one by one: each alone matches a
+    subset of what the whole query matches, and together exactly it."""
+    from openmemex.text import build_query, query_phrases
+
+    _fill(data_root, literal=5, concept_only=5, neither=5)
+    folder = paths.scope_dir(data_root, "personal")
+    stamp = now_rfc3339()
+    for body in ("部署到生产环境", "上线 checklist", "deploy to prod", "ωmega release", "C++ build flags", "数据库 备份"):
+        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body, created_at=stamp, updated_at=stamp)
+        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    ctx = _context(data_root, tmp_path, 0, 0, 0)
+
+    def matched(expression: str) -> set[int]:
+        return {int(r[0]) for r in ctx.conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?",
+                                                     (expression,))}  # fmt: skip
+
+    phrases = query_phrases(query)
+    assert phrases
+    union = set().union(*(matched(p) for p in phrases))
+    assert union == matched(build_query(query)) and union
+    ctx.close()
