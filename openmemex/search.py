@@ -4,6 +4,7 @@ as a bounded preference, explain."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -190,11 +191,12 @@ def search(ctx: Context, query: str, scope: str = "both", type: str | None = Non
         result.rewrites = [r.label() for r in rewrites]
         expressions, round_rows = [], []
         for text in (query, *(r.text for r in rewrites)):
-            used, rows, left_out = _round(ctx, text, dirs, type, overfetch, generation)
+            used, rows, left_out = _round(ctx, text, dirs, type, overfetch, generation, lean_ok=not rewrites)
             expressions.append(used)
             round_rows.append(rows)
             if left_out:
-                result.left_out += [t for t in _named(text) if t.split(" ", 1)[0] in left_out and t not in result.left_out]
+                result.left_out = list(dict.fromkeys([*result.left_out, *(t for t in _named(text)
+                                                                           if t.split(" ", 1)[0] in left_out)]))  # fmt: skip
         result.expression = expressions[0]
         if explain:  # over the whole expression: what a left-out token reaches is hidden too
             result.hidden_retracted = _hidden_count(ctx, expression, dirs, type)
@@ -253,30 +255,44 @@ def _named(text: str) -> list[str]:
 
 
 def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch: int,
-           generation: tuple[str, str, int] | None) -> tuple[str, list[tuple[Row, float]], frozenset[str]]:  # fmt: skip
+           generation: tuple[str, str, int] | None, lean_ok: bool) -> tuple[str, list[tuple[Row, float]], frozenset[str]]:  # fmt: skip
     """One round's expression, its ranked rows and the concept tokens it left out.
 
     A concept token in at least half the index's rows is left out when that cannot change
     the answer: FTS5's bm25 floors the IDF of such a phrase to 1e-6, so it adds under
-    ``FLOORED`` to any score, and the rows only it reaches score under that. When the rest
-    finds ``overfetch`` rows in scope, the last of them scoring over twice what the left-out
-    tokens could add, those rows cannot rank above any of them, and scoring them was most of
-    a common concept's cost. Otherwise the round runs whole (the rest ran for nothing: the
-    same round in the same index generation runs whole at once), as it does in a transaction the
-    caller holds (FTS5's counts are written at commit), for a ``type`` (rare rows: the rest
-    would often find too few, and the round would run twice) and in a scope of less than
-    half the index (the same)."""
+    ``FLOORED`` to any score (once for each time the query asks it), and the rows only it
+    reaches score under that. The rest of the round stands when it ranks ``overfetch`` rows
+    and the next, the last scoring over twice what the left-out tokens could add and each
+    over twice that above the next: then no row's place can change by their weight, and no
+    row only they reach can rank among them — the hits and their order are the whole
+    round's, each score within that of its own. Scoring the rows a common concept reaches
+    was most of its cost.
+
+    Otherwise the round runs whole (the rest ran for nothing: the same round in the same
+    index generation runs whole at once). It runs whole from the start where the rest would
+    often not settle it or its counts may be stale: unless ``lean_ok`` (no alias round: a
+    round's best can tie another's, and the floor's weight decides which round a hit is
+    credited to); in a transaction the caller holds (FTS5 writes its counts at commit); for
+    a ``type``; unless the searched folders hold all the index's files (a word's rows may
+    all be elsewhere); and when none of the query's own phrases has weight and the rows to
+    fill the list (``_may_settle``)."""
     tokens = expansions.current().tokens(text)
     drop: frozenset[str] = frozenset()
-    inside, total = _scope_files(ctx, dirs) if tokens and generation is not None and type is None else (0, 0)
-    if inside and 2 * inside >= total:
+    whole_index = lean_ok and bool(tokens) and generation is not None and type is None
+    if whole_index:
+        inside, total = _scope_files(ctx, dirs)
+        whole_index = inside == total > 0
+    if whole_index:
         drop = _weightless(ctx, tokens, generation)
     tried = None if not drop or generation is None else (*generation, text, overfetch, *dirs)
-    if drop and tried not in _refused and _may_settle(ctx, text, generation, overfetch * total / inside):
+    if drop and tried not in _refused and _may_settle(ctx, text, generation, overfetch):
         lean = _expression(text, drop)
-        rows = _fetch(ctx, lean, dirs, type, overfetch)
-        if len(rows) >= overfetch and -rows[overfetch - 1][1] > 2 * FLOORED * len(drop):
-            return lean, rows, drop
+        rows = _fetch(ctx, lean, dirs, type, overfetch + 1)
+        margin = 2 * FLOORED * sum(1 for t in tokens if t in drop)
+        scores = [-score for _, score in rows]
+        if len(rows) >= overfetch and scores[overfetch - 1] > margin \
+                and all(a - b > margin for a, b in itertools.pairwise(scores)):  # fmt: skip
+            return lean, rows[:overfetch], drop
         if len(_refused) >= _DOCS_KEPT:
             _refused.clear()
         _refused.add(tried)  # the same search again in this generation runs whole at once
@@ -293,15 +309,18 @@ _docs: dict[tuple[object, ...], int] = {}
 _refused: set[tuple[object, ...] | None] = set()  # (generation, text, overfetch, folders) the rest did not settle
 
 
-def _may_settle(ctx: Context, text: str, generation: tuple[str, str, int] | None, wanted: float) -> bool:
+def _may_settle(ctx: Context, text: str, generation: tuple[str, str, int] | None, wanted: int) -> bool:
     """Whether the rest of the round can settle it: some typed phrase has weight (is in
-    under half the index) and is in ``wanted`` rows or more (``overfetch`` at the scope's
-    share of the index). A query whose every word is in half the index or more ranks its
-    rows at the floor, among the left-out tokens' rows: trying the rest would only run the
-    round twice. Counted like the tokens, once per generation."""
+    under half the index) and is in ``wanted`` rows or more. A query whose every word is in
+    half the index or more ranks its rows at the floor, among the left-out tokens' rows:
+    trying the rest would only run the round twice. Counted like the tokens, once per
+    generation, up to the first phrase that does."""
     rows = _documents(ctx, generation, None)
-    weighted = [n for phrase in query_phrases(text) if 2 * (n := _documents(ctx, generation, phrase)) < rows]
-    return max(weighted, default=0) >= wanted
+    for phrase in query_phrases(text):
+        n = _documents(ctx, generation, phrase)
+        if 2 * n < rows and n >= wanted:
+            return True
+    return False
 
 
 def _weightless(ctx: Context, tokens: list[str], generation: tuple[str, str, int] | None) -> frozenset[str]:
