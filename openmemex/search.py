@@ -4,7 +4,6 @@ as a bounded preference, explain."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import sqlite3
@@ -261,21 +260,18 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
     A concept token in at least half the index's rows is left out when that cannot change
     the answer: FTS5's bm25 floors the IDF of such a phrase to 1e-6, so it adds under
     ``FLOORED`` to any score (once for each time the query asks it), and the rows only it
-    reaches score under that. The rest of the round stands when it ranks ``overfetch`` rows
-    and the next, the last scoring over twice what the left-out tokens could add and each
-    over twice that above the next: then no row's place can change by their weight, and no
-    row only they reach can rank among them — the hits and their order are the whole
-    round's, each score within that of its own. Scoring the rows a common concept reaches
-    was most of its cost.
+    reaches score under that — yet scoring them was most of a common concept's cost. The
+    rest of the round runs first and ``_settle`` makes the whole round's answer of it: the
+    tokens' terms added to its rows as FTS5 adds them, ties ordered as it orders them. Where
+    it cannot tell (rows past the rest's may rank in), the round runs whole, and the same
+    round in the same index generation runs whole at once.
 
-    Otherwise the round runs whole (the rest ran for nothing: the same round in the same
-    index generation runs whole at once). It runs whole from the start where the rest would
-    often not settle it or its counts may be stale: unless ``lean_ok`` (no alias round: a
-    round's best can tie another's, and the floor's weight decides which round a hit is
-    credited to); in a transaction the caller holds (FTS5 writes its counts at commit); for
-    a ``type``; unless the searched folders hold all the index's files (a word's rows may
-    all be elsewhere); and when none of the query's own phrases has weight and the rows to
-    fill the list (``_may_settle``)."""
+    It runs whole from the start where the rest would often not settle it or its counts may
+    be stale: unless ``lean_ok`` (no alias round: a hit's round is credited by comparing
+    rounds' normalised scores, which the floor's weight can tip); in a transaction the
+    caller holds (FTS5 writes its counts at commit); for a ``type``; unless the searched
+    folders hold all the index's files (a word's rows may all be elsewhere); and when none
+    of the query's own phrases has weight and the rows to fill the list (``_may_settle``)."""
     tokens = expansions.current().tokens(text)
     drop: frozenset[str] = frozenset()
     whole_index = lean_ok and bool(tokens) and generation is not None and type is None
@@ -287,12 +283,10 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
     tried = None if not drop or generation is None else (*generation, text, overfetch, *dirs)
     if drop and tried not in _refused and _may_settle(ctx, text, generation, overfetch):
         lean = _expression(text, drop)
-        rows = _fetch(ctx, lean, dirs, type, overfetch + 1)
-        margin = 2 * FLOORED * sum(1 for t in tokens if t in drop)
-        scores = [-score for _, score in rows]
-        if len(rows) >= overfetch and scores[overfetch - 1] > margin \
-                and all(a - b > margin for a, b in itertools.pairwise(scores)):  # fmt: skip
-            return lean, rows[:overfetch], drop
+        rows = _fetch(ctx, lean, dirs, type, overfetch + _PAST)
+        settled = _settle(ctx, rows, overfetch, [t for t in tokens if t in drop], len(rows) == overfetch + _PAST)
+        if settled is not None:
+            return lean, settled, drop
         if len(_refused) >= _DOCS_KEPT:
             _refused.clear()
         _refused.add(tried)  # the same search again in this generation runs whole at once
@@ -307,6 +301,72 @@ _FTS_AVERAGES = 1  # the rowid of FTS5's averages record in ``memories_fts_data`
 _DOCS_KEPT = 4096  # (generation, phrase) row counts kept between searches
 _docs: dict[tuple[object, ...], int] = {}
 _refused: set[tuple[object, ...] | None] = set()  # (generation, text, overfetch, folders) the rest did not settle
+
+
+_PAST = 16  # rows the rest ranks past the list, so a tie there can be seen to its end
+
+
+def _settle(ctx: Context, rows: list[tuple[Row, float]], wanted: int, dropped: list[str],
+            more: bool) -> list[tuple[Row, float]] | None:  # fmt: skip
+    """The whole round's best ``wanted`` rows, from the rest's ``rows`` (best first; ``more``
+    when rows past them may match) and the left-out tokens as the query asks them (a token
+    asked twice counts twice), or None when they cannot be told.
+
+    Each row's whole score is its own plus each token's floored term, worked out as FTS5's
+    bm25 does (``_floored_terms``), so rows the tokens' weight would reorder — ties, above
+    all — are ordered as the whole round orders them. Rows the rest did not return score at
+    most the last one's plus ``FLOORED`` a token (and rows only the tokens reach, under
+    that): the ``wanted``-th best must score above that, or the round runs whole."""
+    if len(rows) < wanted:
+        return None
+    terms = _floored_terms(ctx, [int(row["rowid"]) for row, _ in rows], dropped)
+    if terms is None:
+        return None
+    whole = []
+    for row, score in rows:
+        total = -score  # FTS5 adds each phrase's term to the sum, in the query's order, and negates it
+        for term in terms[int(row["rowid"])]:
+            total += term
+        whole.append((row, -total))
+    whole.sort(key=lambda pair: (pair[1], int(pair[0]["rowid"])))  # as the rest ranks: ORDER BY score, rowid
+    below = (-rows[-1][1] if more else 0.0) + FLOORED * len(dropped)
+    return whole[:wanted] if -whole[wanted - 1][1] > below else None
+
+
+def _floored_terms(ctx: Context, rowids: list[int], dropped: list[str]) -> dict[int, list[float]] | None:
+    """What the ``dropped`` tokens add to each row's bm25, computed as FTS5's bm25 computes
+    a phrase's term: IDF (floored, 1e-6) × f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)), with
+    f the token's instances in the row's ``expansions`` column times that column's weight, D
+    the row's tokens in all columns (its docsize record) and avgdl the index's (its averages
+    record); k1 1.2, b 0.75, summed in the order the query asks them. None when a record
+    cannot be read."""
+    averages = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
+    counts = _varints(averages[0]) if averages and isinstance(averages[0], bytes) else []
+    if len(counts) != 1 + len(FTS_COLUMNS) or counts[0] <= 0:
+        return None
+    avgdl = float(sum(counts[1:])) / float(counts[0])
+    listed = _rowid_list(rowids)
+    sizes = {int(r[0]): r[1] for r in ctx.conn.execute(
+        "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))", (listed,))}  # fmt: skip
+    held = {int(r[0]): r[1] for r in ctx.conn.execute(
+        f"SELECT rowid, expansions FROM memory_rows WHERE {_ROWID_IN}", (listed,))}  # fmt: skip
+    codes = [expansions.compact(t) for t in dropped]
+    weight, k1, b = WEIGHTS[FTS_COLUMNS.index("expansions")], 1.2, 0.75
+    out: dict[int, list[float]] = {}
+    for rowid in rowids:
+        size, column = sizes.get(rowid), held.get(rowid)
+        if not isinstance(size, bytes) or not isinstance(column, bytes):
+            return None
+        length = float(sum(_varints(size)))
+        own = [column[i:i + expansions.CODE_BYTES] for i in range(0, len(column), expansions.CODE_BYTES)]
+        terms = []
+        for code in codes:
+            f = 0.0
+            for _ in range(own.count(code)):
+                f += weight
+            terms.append(1e-6 * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl))))
+        out[rowid] = terms
+    return out
 
 
 def _may_settle(ctx: Context, text: str, generation: tuple[str, str, int] | None, wanted: int) -> bool:
@@ -357,14 +417,25 @@ def _documents(ctx: Context, generation: tuple[str, str, int] | None, phrase: st
 def _varint(data: bytes) -> int:
     """SQLite's varint (as FTS5 writes its records): 7 bits a byte, high bit set to go on,
     the ninth byte whole."""
-    value = 0
-    for i, byte in enumerate(data[:9]):
-        if i == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
+    return _varints(data[:9])[0] if data else 0
+
+
+def _varints(data: bytes) -> list[int]:
+    """Every varint in ``data`` (an FTS5 averages or docsize record), in order."""
+    out: list[int] = []
+    value = used = 0
+    for byte in data:
+        if used == 8:
+            out.append((value << 8) | byte)
+            value = used = 0
+            continue
+        value, used = (value << 7) | (byte & 0x7F), used + 1
         if byte < 0x80:
-            return value
-    return value
+            out.append(value)
+            value = used = 0
+    if used:
+        out.append(value)  # cut short: what there is
+    return out
 
 
 def _rule() -> str:
