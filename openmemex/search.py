@@ -279,7 +279,12 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
         inside, total = _scope_files(ctx, dirs)
         whole_index = inside == total > 0
     if whole_index:
-        drop = _weightless(ctx, tokens, generation)
+        weightless = _weightless(ctx, tokens, generation)
+        # only those the query asks after every token it keeps: FTS5 adds the terms in the
+        # query's order, and ``_settle`` adds theirs after the rest's sum (floating-point
+        # addition in another order differs in the last bit, and ties go by those bits)
+        kept_last = max((i for i, t in enumerate(tokens) if t not in weightless), default=-1)
+        drop = frozenset(tokens[kept_last + 1:])
     tried = None if not drop or generation is None else (*generation, text, overfetch, *dirs)
     if drop and tried not in _refused and _may_settle(ctx, text, generation, overfetch):
         lean = _expression(text, drop)
@@ -342,7 +347,7 @@ def _floored_terms(ctx: Context, rowids: list[int], dropped: list[str]) -> dict[
     cannot be read."""
     averages = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
     counts = _varints(averages[0]) if averages and isinstance(averages[0], bytes) else []
-    if len(counts) != 1 + len(FTS_COLUMNS) or counts[0] <= 0:
+    if len(counts) != 1 + len(FTS_COLUMNS) or counts[0] <= 0 or sum(counts[1:]) <= 0:
         return None
     avgdl = float(sum(counts[1:])) / float(counts[0])
     listed = _rowid_list(rowids)
