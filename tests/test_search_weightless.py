@@ -21,20 +21,26 @@ PERF = next(g for g in expansions.GROUPS if "perf" in g)  # performance, perf, l
 TOKEN = expansions.token(PERF)
 
 
+def _write(root: Path, bodies: list[str], status: str = "active") -> None:
+    """Personal memory files with these texts, written straight to disk (indexed by the
+    next search)."""
+    folder = paths.scope_dir(root, "personal")
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = now_rfc3339()
+    for body in bodies:
+        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body, status=status,
+                        created_at=stamp, updated_at=stamp)  # fmt: skip
+        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+
+
 def _fill(root: Path, literal: int, concept_only: int, neither: int) -> None:
     """``literal`` memories saying "perf" (which also carry the group's token), ``concept_only``
     saying "latency" (the token, not the word), ``neither`` saying nothing of the group; the
     texts' lengths vary, so bm25 orders them."""
-    folder = paths.scope_dir(root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
     texts = [f"perf budget of service {i} " + "word " * i for i in range(literal)]  # no two score alike
     texts += [f"latency went up in region {i} " + "word " * i for i in range(concept_only)]
     texts += [f"gardening tip number {i}" for i in range(neither)]
-    for body in texts:
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body,
-                        created_at=stamp, updated_at=stamp)  # fmt: skip
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(root, texts)
 
 
 def _context(root: Path, tmp_path: Path, literal: int, concept_only: int, neither: int) -> Context:
@@ -100,15 +106,9 @@ def test_rows_the_query_words_reach_only_at_the_floor_keep_the_round_whole(
     """"service" is in 50 of 97 rows (floored like the token), "slow" in 3: the 3 rank
     first, then "service" rows and "latency" rows (the concept's) score alike, near zero,
     and which of them come next is FTS5's to say — leaving the token out would change it."""
-    folder = paths.scope_dir(data_root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
     texts = [f"service slow path {i}" for i in range(3)] + [f"service filler that runs on and on and on {i}" for i in range(47)]
     texts += [f"latency went up {i}" for i in range(47)]
-    for body in texts:
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body,
-                        created_at=stamp, updated_at=stamp)  # fmt: skip
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(data_root, texts)
     ctx = Context.load(tmp_path / "work")
     search.search(ctx, "warm the index", scope="personal")
     assert search._weightless(ctx, [TOKEN], None) == {TOKEN}  # 50 of 97
@@ -130,16 +130,9 @@ def test_a_round_the_rest_did_not_settle_runs_whole_at_once_next_time(
     """"slow" is in 43 rows, enough to try the rest; 40 of them are retracted, so the rest
     ranks 3 visible rows above the floor: not settled, run whole — and, asked again before
     any row changes, run whole at once."""
-    folder = paths.scope_dir(data_root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
-    texts = [(f"service slow path {i}", "retracted") for i in range(40)] + [(f"service slow {i}", "active") for i in range(3)]
-    texts += [(f"service filler that runs on and on and on {i}", "active") for i in range(47)]
-    texts += [(f"latency went up {i}", "active") for i in range(47)]
-    for body, status in texts:
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body, status=status,
-                        created_at=stamp, updated_at=stamp)  # fmt: skip
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(data_root, [f"service slow path {i}" for i in range(40)], status="retracted")
+    _write(data_root, [f"service slow {i}" for i in range(3)] + [f"service filler that runs on and on and on {i}" for i in range(47)]
+           + [f"latency went up {i}" for i in range(47)])  # fmt: skip
     ctx = Context.load(tmp_path / "work")
     search.search(ctx, "warm the index", scope="personal")
     statements: list[str] = []
@@ -309,11 +302,7 @@ def test_each_phrase_counted_is_one_the_query_asks(data_root: Path, tmp_path: Pa
     from openmemex.text import build_query, query_phrases
 
     _fill(data_root, literal=5, concept_only=5, neither=5)
-    folder = paths.scope_dir(data_root, "personal")
-    stamp = now_rfc3339()
-    for body in ("部署到生产环境", "上线 checklist", "deploy to prod", "ωmega release", "C++ build flags", "数据库 备份"):
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body, created_at=stamp, updated_at=stamp)
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(data_root, ["部署到生产环境", "上线 checklist", "deploy to prod", "ωmega release", "C++ build flags", "数据库 备份"])
     ctx = _context(data_root, tmp_path, 0, 0, 0)
 
     def matched(expression: str) -> set[int]:
@@ -332,14 +321,8 @@ def test_rows_tied_without_the_concept_keep_the_round_whole(data_root: Path, tmp
     """20 "widget alpha bravo" and 20 "widget ship" memories score alike on "widget"; the
     concept of "release" (in 80 of 100 rows, floored) is what puts the "ship" ones first.
     Without it the tie would go by rowid and other memories be shown."""
-    folder = paths.scope_dir(data_root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
     texts = ["widget alpha bravo"] * 20 + ["widget ship"] * 20 + [f"ship filler {i}" for i in range(60)]
-    for body in texts:
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body,
-                        created_at=stamp, updated_at=stamp)  # fmt: skip
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(data_root, texts)
     ctx = Context.load(tmp_path / "work")
     search.search(ctx, "warm the index", scope="personal")
     for limit in (1, 2, 3):
@@ -355,14 +338,8 @@ def test_a_token_asked_twice_counts_twice(cli: Any, data_root: Path, tmp_path: P
     """A group listed ten times in ``searchExpansions`` asks its token ten times: FTS5 adds the
     floor's term once for each, and so does the rest's settling — to the bit."""
     assert cli("config", "set", "searchExpansions", json.dumps([["pto", "vacation"]] * 10)).rc == 0
-    folder = paths.scope_dir(data_root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
     texts = [f"pto planning {i} " + "word " * i for i in range(20)] + [f"vacation days {i}" for i in range(40)]
-    for body in texts + [f"other note {i}" for i in range(10)]:
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body,
-                        created_at=stamp, updated_at=stamp)  # fmt: skip
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(data_root, texts + [f"other note {i}" for i in range(10)])
     ctx = _context(data_root, tmp_path, 0, 0, 0)
     tokens = expansions.current().tokens("pto")
     assert len(tokens) == 10 and len(set(tokens)) == 1 and search._weightless(ctx, tokens, None) == set(tokens)
@@ -392,14 +369,8 @@ def test_the_rest_settled_is_fts5s_whole_round_to_the_bit(data_root: Path, tmp_p
     import random
 
     rng = random.Random(seed)
-    folder = paths.scope_dir(data_root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
     words = ["perf", "latency", "slow", "deploy", "ship", "release", "widget", "budget", "filler", "note"]
-    for _ in range(rng.randint(60, 160)):
-        body = " ".join(rng.choice(words) for _ in range(rng.randint(2, 7)))
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=body, created_at=stamp, updated_at=stamp)
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+    _write(data_root, [" ".join(rng.choice(words) for _ in range(rng.randint(2, 7))) for _ in range(rng.randint(60, 160))])
     ctx = _context(data_root, tmp_path, 0, 0, 0)
     dirs = [str(f.path) for f in ctx.folders("personal")]
     told = 0
@@ -430,16 +401,13 @@ def test_a_token_asked_before_one_kept_is_not_left_out(data_root: Path, tmp_path
     import random
 
     rng = random.Random(1000 + seed)
-    folder = paths.scope_dir(data_root, "personal")
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now_rfc3339()
+    bodies = []
     for _ in range(rng.randint(80, 160)):
         words = [rng.choice(["deploy", "db", "log", "test"]) for _ in range(rng.randint(2, 6))]
         words += [rng.choice(["auth", "cache", "error"]) for _ in range(rng.randint(0, 2))]
         rng.shuffle(words)
-        memory = Memory(id=new_ulid(), scope="personal", scope_key="personal", body=" ".join(words),
-                        created_at=stamp, updated_at=stamp)  # fmt: skip
-        store.write_atomic(folder / f"{memory.id}.md", memfile.serialize(memory))
+        bodies.append(" ".join(words))
+    _write(data_root, bodies)
     ctx = _context(data_root, tmp_path, 0, 0, 0)
     left = 0
     for query in ("deploy auth db cache log error test", "auth cache error deploy db log test"):
