@@ -299,9 +299,11 @@ def _round(ctx: Context, text: str, dirs: list[str], type: str | None, overfetch
     return whole, _fetch(ctx, whole, dirs, type, overfetch), frozenset()
 
 
-# The most a phrase whose IDF FTS5 floored (1e-6) adds to a row's bm25: its term-frequency
-# part, f (k1 + 1) / (f + k1 (1 - b + b d / avgdl)), stays under k1 + 1 (FTS5's k1 is 1.2).
-FLOORED = 1e-6 * 2.2
+# FTS5's bm25 (fts5_aux.c): k1, b, and the IDF it gives a phrase in half the rows or more.
+BM25_K1, BM25_B, FLOOR_IDF = 1.2, 0.75, 1e-6
+# The most such a phrase adds to a row's bm25: its term-frequency part,
+# f (k1 + 1) / (f + k1 (1 - b + b d / avgdl)), stays under k1 + 1.
+FLOORED = FLOOR_IDF * (BM25_K1 + 1.0)
 _FTS_AVERAGES = 1  # the rowid of FTS5's averages record in ``memories_fts_data`` (its row count first)
 _DOCS_KEPT = 4096  # (generation, phrase) row counts kept between searches
 _docs: dict[tuple[object, ...], int] = {}
@@ -345,9 +347,8 @@ def _floored_terms(ctx: Context, rowids: list[int], dropped: list[str]) -> dict[
     the row's tokens in all columns (its docsize record) and avgdl the index's (its averages
     record); k1 1.2, b 0.75, summed in the order the query asks them. None when a record
     cannot be read."""
-    averages = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
-    counts = _varints(averages[0]) if averages and isinstance(averages[0], bytes) else []
-    if len(counts) != 1 + len(FTS_COLUMNS) or counts[0] <= 0 or sum(counts[1:]) <= 0:
+    counts = _averages(ctx)
+    if not counts or counts[0] <= 0 or sum(counts[1:]) <= 0:
         return None
     avgdl = float(sum(counts[1:])) / float(counts[0])
     listed = _rowid_list(rowids)
@@ -356,7 +357,7 @@ def _floored_terms(ctx: Context, rowids: list[int], dropped: list[str]) -> dict[
     held = {int(r[0]): r[1] for r in ctx.conn.execute(
         f"SELECT rowid, expansions FROM memory_rows WHERE {_ROWID_IN}", (listed,))}  # fmt: skip
     codes = [expansions.compact(t) for t in dropped]
-    weight, k1, b = WEIGHTS[FTS_COLUMNS.index("expansions")], 1.2, 0.75
+    weight, k1, b = WEIGHTS[FTS_COLUMNS.index("expansions")], BM25_K1, BM25_B
     out: dict[int, list[float]] = {}
     for rowid in rowids:
         size, column = sizes.get(rowid), held.get(rowid)
@@ -369,7 +370,7 @@ def _floored_terms(ctx: Context, rowids: list[int], dropped: list[str]) -> dict[
             f = 0.0
             for _ in range(own.count(code)):
                 f += weight
-            terms.append(1e-6 * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl))))
+            terms.append(FLOOR_IDF * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * length / avgdl))))
         out[rowid] = terms
     return out
 
@@ -406,9 +407,7 @@ def _documents(ctx: Context, generation: tuple[str, str, int] | None, phrase: st
     if kept is not None:
         return kept
     if phrase is None:
-        row = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
-        # not a record (a damaged index): nothing is left out, and FTS5 reports the damage
-        count = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
+        count = (_averages(ctx) or [0])[0]  # damaged: 0, nothing is left out, and FTS5 reports the damage
     else:
         count = int(ctx.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
                                      (phrase,)).fetchone()[0])  # fmt: skip
@@ -419,14 +418,17 @@ def _documents(ctx: Context, generation: tuple[str, str, int] | None, phrase: st
     return count
 
 
-def _varint(data: bytes) -> int:
-    """SQLite's varint (as FTS5 writes its records): 7 bits a byte, high bit set to go on,
-    the ninth byte whole."""
-    return _varints(data[:9])[0] if data else 0
+def _averages(ctx: Context) -> list[int]:
+    """FTS5's averages record: the index's rows, then each column's tokens; [] when it is
+    missing or not such a record (a damaged index)."""
+    row = ctx.conn.execute("SELECT block FROM memories_fts_data WHERE id = ?", (_FTS_AVERAGES,)).fetchone()
+    counts = _varints(row[0]) if row and isinstance(row[0], bytes) else []
+    return counts if len(counts) == 1 + len(FTS_COLUMNS) else []
 
 
 def _varints(data: bytes) -> list[int]:
-    """Every varint in ``data`` (an FTS5 averages or docsize record), in order."""
+    """Every SQLite varint in ``data`` (an FTS5 averages or docsize record), in order: 7 bits
+    a byte, the high bit set to go on, the ninth byte whole."""
     out: list[int] = []
     value = used = 0
     for byte in data:

@@ -274,7 +274,9 @@ def test_explain_names_what_was_left_out(cli: Any, data_root: Path, tmp_path: Pa
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 16_383, 16_384, 10_005, 2**35, 2**56 - 1, 2**56, 2**63 - 1])
 def test_varint_reads_sqlites_encoding(value: int) -> None:
-    assert search._varint(_sqlite_varint(value) + b"\xff\xff") == value
+    encoded = _sqlite_varint(value)
+    assert search._varints(encoded + _sqlite_varint(300) + encoded) == [value, 300, value]
+    assert search._varints(encoded + b"\xff")[0] == value  # a record cut short keeps what it has
 
 
 def _sqlite_varint(value: int) -> bytes:
